@@ -1,0 +1,77 @@
+"""aiforge-kit: a notebook-first toolkit for working with LLMs.
+
+Heavy dependencies (provider SDKs, LangGraph, pandas, ipywidgets) load on first use, not here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY: dict[str, str] = {
+    "ChatAgent": "aiforge.modules.chat.module",
+    "ChatResponse": "aiforge.modules.chat.schemas",
+    "ToolCallRecord": "aiforge.modules.chat.schemas",
+    "ChatPanel": "aiforge.modules.chat.widget",
+    "AIForgeSettings": "aiforge.core.settings",
+    "load_settings": "aiforge.core.settings",
+    "BatchResult": "aiforge.core.module",
+    "BaseModule": "aiforge.core.module",
+    "CostTracker": "aiforge.core.costs",
+    "Provider": "aiforge.providers.base",
+    "register_provider": "aiforge.providers",
+    "ScriptedProvider": "aiforge.providers.scripted",
+    "AIForgeError": "aiforge.core.types",
+    "ConfigError": "aiforge.core.types",
+    "ProviderError": "aiforge.core.types",
+    "RateLimitError": "aiforge.core.types",
+    "APITimeoutError": "aiforge.core.types",
+}
+
+__all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension", "__version__"]
+
+if TYPE_CHECKING:
+    from aiforge.core.costs import CostTracker
+    from aiforge.core.module import BaseModule, BatchResult
+    from aiforge.core.settings import AIForgeSettings, load_settings
+    from aiforge.core.types import (
+        AIForgeError,
+        APITimeoutError,
+        ConfigError,
+        ProviderError,
+        RateLimitError,
+    )
+    from aiforge.modules.chat.module import ChatAgent
+    from aiforge.modules.chat.schemas import ChatResponse, ToolCallRecord
+    from aiforge.modules.chat.widget import ChatPanel
+    from aiforge.providers import register_provider
+    from aiforge.providers.base import Provider
+    from aiforge.providers.scripted import ScriptedProvider
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'aiforge' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext aiforge``: register the ``%%chat`` magics."""
+    from aiforge.jupyter.magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from aiforge.jupyter.magics import unload_ipython_extension as unload
+
+    unload(ipython)

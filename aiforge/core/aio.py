@@ -1,0 +1,118 @@
+"""Running aiforge's async core from sync code, anywhere, including inside a Jupyter kernel.
+
+With no running loop in this thread, a coroutine runs on a loop private to the thread (kept
+between calls so connection pools survive). Inside a running loop (a Jupyter kernel, where
+``asyncio.run`` fails) it runs on aiforge's background loop thread while the caller waits.
+KeyboardInterrupt while waiting cancels the coroutine, waits for its cleanup, then re-raises.
+No nest_asyncio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_thread_state = threading.local()
+_background_loop: asyncio.AbstractEventLoop | None = None
+_background_lock = threading.Lock()
+
+
+def _private_loop() -> asyncio.AbstractEventLoop:
+    loop: asyncio.AbstractEventLoop | None = getattr(_thread_state, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        _thread_state.loop = loop
+    return loop
+
+
+def background_loop() -> asyncio.AbstractEventLoop:
+    """aiforge's long-lived loop on a daemon thread, started on first use."""
+    global _background_loop
+    with _background_lock:
+        if _background_loop is None or _background_loop.is_closed():
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+
+            def serve() -> None:
+                asyncio.set_event_loop(loop)
+                loop.call_soon(ready.set)
+                loop.run_forever()
+
+            threading.Thread(target=serve, name="aiforge-loop", daemon=True).start()
+            ready.wait()
+            _background_loop = loop
+        return _background_loop
+
+
+def in_running_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from sync code and return its result."""
+    if not in_running_loop():
+        loop = _private_loop()
+        task = loop.create_task(coro)
+        try:
+            return loop.run_until_complete(task)
+        except KeyboardInterrupt:
+            task.cancel()
+            try:
+                loop.run_until_complete(task)
+            except BaseException:  # noqa: BLE001 - the interrupt is what the caller gets
+                pass
+            raise
+    future = asyncio.run_coroutine_threadsafe(coro, background_loop())
+    return _wait(future)
+
+
+def _wait(future: concurrent.futures.Future[T]) -> T:
+    try:
+        return future.result()
+    except KeyboardInterrupt:
+        future.cancel()
+        try:
+            future.result(timeout=10)
+        except BaseException:  # noqa: BLE001 - the interrupt is what the caller gets
+            pass
+        raise
+
+
+def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
+    """Iterate an async generator from sync code, one item at a time.
+
+    Closing the returned iterator early (``break``) closes the async generator too, so its
+    cleanup (recording a streamed turn) runs.
+    """
+
+    async def next_item() -> tuple[bool, T | None]:
+        try:
+            return True, await agen.__anext__()
+        except StopAsyncIteration:
+            return False, None
+
+    async def close() -> None:
+        aclose = getattr(agen, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    finished = False
+    try:
+        while True:
+            more, item = run_sync(next_item())
+            if not more:
+                finished = True
+                return
+            yield item  # type: ignore[misc]
+    finally:
+        if not finished:
+            run_sync(close())

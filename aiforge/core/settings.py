@@ -1,0 +1,260 @@
+"""``AIForgeSettings``: configuration from keyword overrides, environment, ``aiforge.yaml`` and defaults.
+
+Precedence, highest first: keyword overrides (``ChatAgent(MODEL="gpt-4o")``), environment
+(``AIFORGE_<FIELD>``; provider keys and base URLs also under their standard names such as
+``OPENAI_API_KEY``), the YAML file (``aiforge.yaml`` in the working directory, or the path in
+``AIFORGE_CONFIG``), then defaults. Unknown names and wrong types raise ``ConfigError`` naming
+the setting and where it came from.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from aiforge.core.types import ConfigError
+
+CONFIG_FILE_NAME = "aiforge.yaml"
+CONFIG_ENV_VAR = "AIFORGE_CONFIG"
+ENV_PREFIX = "AIFORGE_"
+
+Quality = Literal["high", "medium", "low"]
+
+
+class ChatSection(BaseModel):
+    """The ``chat:`` section of ``aiforge.yaml``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    system_prompt: str | None = None
+
+
+_STANDARD_ENV = frozenset({"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"})
+
+
+def _env(name: str) -> Any:
+    """A field also read from its standard environment name (``OPENAI_API_KEY``...)."""
+    return Field(default=None, validation_alias=AliasChoices(ENV_PREFIX + name, name))
+
+
+class AIForgeSettings(BaseSettings):
+    """Resolved aiforge configuration. API keys are ``SecretStr`` and never shown."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        case_sensitive=True,
+        extra="forbid",
+        validate_default=False,
+        populate_by_name=True,
+        frozen=True,
+    )
+
+    PROVIDER: str = "auto"
+    """Provider name: auto, openai, anthropic, internal_gateway, local, scripted, or a registered one."""
+    MODEL: str | None = None
+    """Model name; None lets the router or the provider's default decide."""
+    TEMPERATURE: float = Field(default=0.7, ge=0.0, le=2.0)
+    MAX_TOKENS: int | None = Field(default=None, ge=1)
+    TIMEOUT: float = Field(default=60.0, gt=0)
+    """Seconds per request before ``APITimeoutError``."""
+    MAX_RETRIES: int = Field(default=2, ge=0, le=20)
+    """Retries after the first attempt for 408/409/429/5xx and connection errors."""
+    RETRY_MAX_WAIT: float = Field(default=30.0, ge=0)
+    """Longest wait aiforge honours from ``Retry-After``; a longer hint fails at once."""
+    MODEL_ROUTER_ENABLED: bool = True
+    DEFAULT_QUALITY: Quality | None = None
+
+    OPENAI_API_KEY: SecretStr | None = _env("OPENAI_API_KEY")
+    OPENAI_BASE_URL: str | None = _env("OPENAI_BASE_URL")
+    ANTHROPIC_API_KEY: SecretStr | None = _env("ANTHROPIC_API_KEY")
+    ANTHROPIC_BASE_URL: str | None = _env("ANTHROPIC_BASE_URL")
+    GATEWAY_BASE_URL: str | None = None
+    GATEWAY_API_KEY: SecretStr | None = None
+    GATEWAY_MODEL: str | None = None
+    """Default model name sent to the gateway when MODEL is not set."""
+
+    LOCAL_MODEL_PATH: str | None = None
+    """A GGUF file for the embedded model instead of the bundled SmolLM2 weights."""
+    LOCAL_THREADS: int | None = Field(default=None, ge=1)
+    """CPU threads for the embedded model; None uses the machine's cores."""
+    LOCAL_CONTEXT_SIZE: int = Field(default=4096, ge=256)
+
+    PRICES: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """Extra or overriding prices: model -> {input, output, cached_input, cache_write} USD per 1M tokens."""
+    QUALITY_MODELS: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Router overrides: provider -> {tier: model}."""
+    PROGRESS_BAR: bool = True
+    """Show a tqdm progress bar in ``run_batch`` (also off when TQDM_DISABLE is set)."""
+
+    chat: ChatSection = Field(default_factory=ChatSection)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, _YamlSource(settings_cls)
+
+    def __repr_args__(self) -> Any:
+        # Show only what differs from the defaults; SecretStr already masks keys.
+        for name, value in super().__repr_args__():
+            if name is not None and value != type(self).model_fields[name].default:
+                yield name, value
+
+    def secret(self, name: str) -> str | None:
+        """The plain value of a key field, for handing to an SDK client only."""
+        value = getattr(self, name)
+        return value.get_secret_value() if value is not None else None
+
+    def secrets(self) -> list[str]:
+        """All configured key values, for redaction."""
+        return [s for s in (self.secret(n) for n in _SECRET_FIELDS) if s]
+
+
+_SECRET_FIELDS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GATEWAY_API_KEY")
+_FIELDS = frozenset(AIForgeSettings.model_fields)
+
+
+# ---------------------------------------------------------------------------
+# YAML file
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _YamlConfig:
+    path: Path
+    values: dict[str, Any]
+    lines: dict[str, int]
+
+
+_yaml_cache: dict[Path, tuple[float, int, _YamlConfig]] = {}
+
+
+def config_path() -> Path | None:
+    """The YAML file in effect: ``$AIFORGE_CONFIG``, else ``./aiforge.yaml`` if it exists."""
+    explicit = os.environ.get(CONFIG_ENV_VAR)
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError(
+                f"{CONFIG_ENV_VAR} points at {str(path)!r}, which is not a readable file; "
+                f"fix the path or unset {CONFIG_ENV_VAR}."
+            )
+        return path
+    path = Path.cwd() / CONFIG_FILE_NAME
+    return path if path.is_file() else None
+
+
+def _load_yaml(path: Path) -> _YamlConfig:
+    import yaml
+
+    try:
+        stat = path.stat()
+        cached = _yaml_cache.get(path)
+        if cached and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
+            return cached[2]
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"invalid YAML in {where}: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of setting names to values")
+    lines: dict[str, int] = {}
+    if node is not None and hasattr(node, "value") and isinstance(node.value, list):
+        for key_node, _ in node.value:
+            lines[str(key_node.value)] = key_node.start_mark.line + 1
+    config = _YamlConfig(path, {str(k): v for k, v in data.items()}, lines)
+    _yaml_cache[path] = (stat.st_mtime, stat.st_size, config)
+    return config
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+        super().__init__(settings_cls)
+        path = config_path()
+        self.config = _load_yaml(path) if path else None
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
+        raise NotImplementedError  # __call__ is overridden
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self.config.values) if self.config else {}
+
+
+# ---------------------------------------------------------------------------
+# Loading with clear errors
+# ---------------------------------------------------------------------------
+
+
+def _suggest(name: str) -> str:
+    close = difflib.get_close_matches(name.upper(), _FIELDS, n=1) or difflib.get_close_matches(
+        name, _FIELDS, n=1
+    )
+    return f" Did you mean {close[0]}?" if close else ""
+
+
+def _where(field: str, overrides: dict[str, Any], yaml_config: _YamlConfig | None) -> str:
+    if field in overrides:
+        return f"keyword argument {field}="
+    env_names = [ENV_PREFIX + field, *([field] if field in _STANDARD_ENV else [])]
+    for env_name in env_names:
+        if env_name in os.environ:
+            return f"environment variable {env_name}"
+    if yaml_config is not None and field in yaml_config.values:
+        line = yaml_config.lines.get(field)
+        return f"{yaml_config.path}:{line}" if line else str(yaml_config.path)
+    return "settings"
+
+
+def load_settings(**overrides: Any) -> AIForgeSettings:
+    """Build settings from overrides, environment, ``aiforge.yaml`` and defaults.
+
+    Raises ``ConfigError`` for an unknown setting, a wrong type or an unreadable file.
+    """
+    path = config_path()
+    yaml_config = _load_yaml(path) if path else None
+    for name in overrides:
+        if name not in _FIELDS:
+            raise ConfigError(f"unknown setting {name!r} (keyword argument).{_suggest(name)}")
+    if yaml_config is not None:
+        for name, value in yaml_config.values.items():
+            if name not in _FIELDS:
+                line = yaml_config.lines.get(name)
+                raise ConfigError(
+                    f"unknown setting {name!r} in {yaml_config.path}:{line}.{_suggest(name)}"
+                )
+            if name == "chat" and not isinstance(value, dict | None):
+                raise ConfigError(f"{yaml_config.path}:{yaml_config.lines.get(name)}: 'chat' must be a mapping")
+    try:
+        return AIForgeSettings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = first.get("loc") or ("settings",)
+        field = str(loc[0])
+        if field not in _FIELDS and field.startswith(ENV_PREFIX):
+            field = field[len(ENV_PREFIX) :]
+        detail = ".".join(str(p) for p in loc)
+        if first.get("type") == "extra_forbidden":
+            raise ConfigError(f"unknown setting {detail!r}.{_suggest(detail)}") from None
+        where = _where(field, overrides, yaml_config)
+        # Never echo the rejected value: it may be a key.
+        raise ConfigError(f"invalid value for {detail} ({where}): {first.get('msg')}") from None

@@ -1,0 +1,173 @@
+"""Neutral types shared by every layer: errors, messages, tool calls, usage and completions.
+
+Messages are plain dicts shaped by TypedDicts: cheap to copy, easy to show as a DataFrame.
+Nothing here imports a provider SDK, LangGraph or IPython.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, NotRequired, TypedDict
+
+# ---------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------
+
+
+class AIForgeError(Exception):
+    """Base class of every error aiforge raises on purpose."""
+
+
+class ConfigError(AIForgeError, ValueError):
+    """Invalid or missing configuration; the message names the setting and how to fix it."""
+
+
+class ProviderError(AIForgeError):
+    """An LLM provider failed to answer.
+
+    The message never contains an API key. ``partial_text`` holds what a stream had already
+    delivered when it failed (empty otherwise): the answer is incomplete.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status_code: int | None = None,
+        request_id: str | None = None,
+        body: Any = None,
+        partial_text: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.status_code = status_code
+        self.request_id = request_id
+        self.body = body
+        self.partial_text = partial_text
+
+    @property
+    def incomplete(self) -> bool:
+        """True when a stream delivered some text before failing."""
+        return bool(self.partial_text)
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        if self.provider:
+            parts.append(f"provider={self.provider}")
+        if self.status_code is not None:
+            parts.append(f"status={self.status_code}")
+        if self.request_id:
+            parts.append(f"request_id={self.request_id}")
+        return " | ".join(parts)
+
+
+class RateLimitError(ProviderError):
+    """The provider answered 429 after every retry; ``retry_after`` is its last hint in seconds."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
+class APITimeoutError(ProviderError):
+    """A request took longer than ``TIMEOUT`` seconds on every attempt."""
+
+
+class APIConnectionError(ProviderError):
+    """The provider could not be reached (refused, reset, DNS) on every attempt."""
+
+
+class AuthenticationError(ProviderError):
+    """The provider rejected the API key (401)."""
+
+
+class PermissionDeniedError(ProviderError):
+    """The key is valid but not allowed to do this (403)."""
+
+
+class NotFoundError(ProviderError):
+    """The model or endpoint does not exist (404)."""
+
+
+class BadRequestError(ProviderError):
+    """The provider rejected the request as malformed (400/422)."""
+
+
+# ---------------------------------------------------------------------------
+# Messages and tools
+# ---------------------------------------------------------------------------
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(TypedDict):
+    """One tool invocation requested by the model."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    # Set when the model's arguments were not a JSON object: the raw text, kept so the
+    # agent can answer the call with a clear error instead of running the tool.
+    invalid_arguments: NotRequired[str]
+
+
+class Message(TypedDict):
+    """A conversation message in aiforge's neutral shape."""
+
+    role: Role
+    content: str
+    tool_calls: NotRequired[list[ToolCall]]
+    tool_call_id: NotRequired[str]
+    name: NotRequired[str]
+
+
+class ToolSpec(TypedDict):
+    """What a provider needs to offer a tool to the model: name, description, JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token counts of one model call. ``input_tokens`` includes the cached ones."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(slots=True)
+class Completion:
+    """The complete result of one model call."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallParams:
+    """Per-call generation parameters handed to a provider."""
+
+    model: str
+    temperature: float | None = None
+    max_tokens: int | None = None

@@ -1,0 +1,371 @@
+"""The LangGraph agent loop: ``route`` -> ``execute_tool`` -> ``process_result``.
+
+The graph is compiled once per agent. Nodes are small functions over ``ChatAgentState``; what
+changes per turn (provider call mode, streaming sink, trace ids) travels in a ``Turn`` object
+passed through the run config, so one compiled graph serves every turn and every conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import operator
+import re
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.runnables import RunnableConfig
+
+from aiforge.core.costs import CostTracker
+from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, Usage
+from aiforge.modules.chat.prompts import TOOL_LIMIT_MESSAGE, TOOL_LIMIT_RESULT
+from aiforge.providers.base import Provider
+
+
+class ChatAgentState(TypedDict):
+    messages: list[dict[str, Any]]  # conversation history sent to the model
+    current_input: str  # current user message
+    tool_calls: list[dict[str, Any]]  # pending tool invocations
+    tool_results: Annotated[list[dict[str, Any]], operator.add]  # accumulated tool results
+    iteration: int  # tool-loop counter
+    max_tool_iterations: int  # safety cap
+    trace: Annotated[list[dict[str, Any]], operator.add]  # execution trace log
+    total_input_tokens: Annotated[int, operator.add]
+    total_output_tokens: Annotated[int, operator.add]
+    model: str
+
+
+# ---------------------------------------------------------------------------
+# Tools
+# ---------------------------------------------------------------------------
+
+
+def tool_spec(tool: Any) -> ToolSpec:
+    """Name, description and JSON argument schema of a LangChain-compatible tool."""
+    schema: dict[str, Any] | None = None
+    args_schema = getattr(tool, "tool_call_schema", None) or getattr(tool, "args_schema", None)
+    if isinstance(args_schema, dict):
+        schema = dict(args_schema)
+    elif args_schema is not None and hasattr(args_schema, "model_json_schema"):
+        schema = args_schema.model_json_schema()
+    if not schema:
+        schema = {"type": "object", "properties": {}, "additionalProperties": True}
+    schema.pop("title", None)
+    schema.pop("description", None)
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    return {"name": str(tool.name), "description": str(tool.description or tool.name), "parameters": schema}
+
+
+def _stringify(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    content = getattr(value, "content", None)  # a ToolMessage or similar
+    if isinstance(content, str):
+        return content
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+async def run_tool(tool: Any, arguments: dict[str, Any]) -> str:
+    """Invoke one tool, never blocking the event loop on a sync tool."""
+    ainvoke = getattr(tool, "ainvoke", None)
+    if ainvoke is not None:
+        return _stringify(await ainvoke(arguments))
+    return _stringify(await asyncio.to_thread(tool.invoke, arguments))
+
+
+# ---------------------------------------------------------------------------
+# The prompted-JSON protocol, for providers without native tool calling
+# ---------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+
+
+def parse_prompted_tool_calls(text: str) -> list[ToolCall]:
+    """Tool calls in a ``{"tool": ..., "input": {...}}`` answer (or a list of them); [] if none."""
+    stripped = _FENCE.sub("", text.strip())
+    if not stripped.startswith(("{", "[")):
+        return []
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        return []
+    items = data if isinstance(data, list) else [data]
+    calls: list[ToolCall] = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("tool"), str):
+            return []
+        call: ToolCall = {"id": f"call_{secrets.token_hex(6)}", "name": item["tool"], "arguments": {}}
+        arguments = item.get("input", {})
+        if isinstance(arguments, dict):
+            call["arguments"] = arguments
+        else:
+            call["invalid_arguments"] = json.dumps(arguments)
+        calls.append(call)
+    return calls
+
+
+def to_prompted_messages(messages: list[Message]) -> list[Message]:
+    """History in plain role/content form: tool calls as JSON text, results as user messages."""
+    out: list[Message] = []
+    for m in messages:
+        if m["role"] == "tool":
+            out.append({"role": "user", "content": f"Tool result ({m.get('name', 'tool')}): {m['content']}"})
+        elif m.get("tool_calls"):
+            calls = [{"tool": c["name"], "input": c["arguments"]} for c in m["tool_calls"]]
+            payload = json.dumps(calls[0] if len(calls) == 1 else calls, ensure_ascii=False)
+            out.append({"role": "assistant", "content": (m["content"] + "\n" + payload).strip()})
+        else:
+            out.append({"role": m["role"], "content": m["content"]})
+    return out
+
+
+# ---------------------------------------------------------------------------
+# One turn's context
+# ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Turn:
+    """Everything a turn's nodes need beyond the state: provider, tools, sinks, ids."""
+
+    provider: Provider
+    provider_name: str
+    params: CallParams
+    tools: dict[str, Any]
+    specs: list[ToolSpec] | None
+    native_tools: bool
+    cost_tracker: CostTracker
+    conversation_id: str
+    trace_id: str
+    emit: Callable[[str], None] | None = None
+    price_overrides: dict[str, dict[str, float]] | None = None
+    cost: float = 0.0
+    priced: bool = True
+    usage: Usage = field(default_factory=Usage)
+    emitted: list[str] = field(default_factory=list)
+
+    async def call_model(self, messages: list[Message], node: str) -> tuple[Completion, dict[str, Any]]:
+        """One model call (streamed when a sink is set), costed and traced."""
+        started = time.perf_counter()
+        specs = self.specs if self.native_tools else None
+        wire = messages if self.native_tools or not self.specs else to_prompted_messages(messages)
+        if self.emit is None:
+            completion = await self.provider.complete(wire, specs, self.params)
+        else:
+            completion = await self._stream(wire, specs)
+        if not self.native_tools and self.specs:
+            calls = parse_prompted_tool_calls(completion.text)
+            if calls:
+                completion.tool_calls, completion.text = calls, ""
+        record = self.account(completion, kind="chat", node=node, started=started)
+        return completion, record
+
+    async def _stream(self, wire: list[Message], specs: list[ToolSpec] | None) -> Completion:
+        assert self.emit is not None
+        # In the prompted protocol a tool call arrives as JSON text: hold back an answer that
+        # starts like JSON until it is complete, so no protocol text reaches the user.
+        hold = not self.native_tools and bool(self.specs)
+        held: list[str] = []
+        completion: Completion | None = None
+        async for event in self.provider.stream(wire, specs, self.params):
+            if isinstance(event, Completion):
+                completion = event
+            elif hold:
+                held.append(event)
+                head = "".join(held).lstrip()
+                if head and not head.startswith(("{", "[", "`")):
+                    hold = False
+                    self._emit("".join(held))
+                    held.clear()
+            else:
+                self._emit(event)
+        if completion is None:
+            raise RuntimeError(f"provider {self.provider_name!r} ended a stream without a Completion")
+        if held and not parse_prompted_tool_calls(completion.text):
+            self._emit("".join(held))
+        return completion
+
+    def _emit(self, text: str) -> None:
+        if text:
+            self.emitted.append(text)
+            assert self.emit is not None
+            self.emit(text)
+
+    def account(self, completion: Completion, *, kind: str, node: str, started: float) -> dict[str, Any]:
+        """Record a model call's cost and return its trace record."""
+        model = completion.model or self.params.model
+        usage = completion.usage
+        # Free providers (local model, fakes) are priced at zero rather than "unknown".
+        overrides = {model: _FREE} if self.provider.free else self.price_overrides
+        entry = self.cost_tracker.record(
+            usage, model, provider=self.provider_name, kind=kind, trace_id=self.trace_id,
+            conversation_id=self.conversation_id, price_overrides=overrides,
+        )
+        cost, priced = entry.cost, entry.priced
+        self.cost += cost
+        self.priced = self.priced and priced
+        self.usage = self.usage + usage
+        return {
+            "step": "model", "node": node, "name": kind, "model": model,
+            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "cached_input_tokens": usage.cached_input_tokens, "cost": cost,
+            "latency_ms": (time.perf_counter() - started) * 1000.0,
+            "finish_reason": completion.finish_reason,
+            "tool_calls": [c["name"] for c in completion.tool_calls],
+        }
+
+    async def execute(self, call: ToolCall) -> tuple[str, bool, dict[str, Any]]:
+        """Run one tool call; errors become the call's result text, never an exception."""
+        started = time.perf_counter()
+        name = call["name"]
+        tool = self.tools.get(name)
+        error = True
+        if tool is None:
+            output = f"Error: unknown tool {name!r}. Available tools: {', '.join(self.tools) or 'none'}."
+        elif "invalid_arguments" in call:
+            output = (
+                f"Error: the arguments for {name!r} were not a JSON object: "
+                f"{call['invalid_arguments'][:200]}"
+            )
+        else:
+            try:
+                output = await run_tool(tool, call["arguments"])
+                error = False
+            except Exception as exc:  # noqa: BLE001 - a tool's failure is reported to the model
+                output = f"Error: {type(exc).__name__}: {exc}"
+        record = {
+            "step": "tool", "node": "execute_tool", "name": name, "id": call["id"],
+            "input": call["arguments"], "output": output, "error": output if error else None,
+            "latency_ms": (time.perf_counter() - started) * 1000.0,
+        }
+        return output, error, record
+
+
+_FREE = {"input": 0.0, "output": 0.0, "cached_input": 0.0, "cache_write": 0.0}
+
+
+def _turn(config: RunnableConfig) -> Turn:
+    return config["configurable"]["turn"]
+
+
+def _assistant_message(completion: Completion) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": completion.text}
+    if completion.tool_calls:
+        message["tool_calls"] = completion.tool_calls
+    return message
+
+
+# ---------------------------------------------------------------------------
+# Nodes and routing
+# ---------------------------------------------------------------------------
+
+
+async def _model_step(state: ChatAgentState, config: RunnableConfig, node: str) -> dict[str, Any]:
+    turn = _turn(config)
+    completion, record = await turn.call_model(state["messages"], node)  # type: ignore[arg-type]
+    messages = [*state["messages"], _assistant_message(completion)]
+    pending = completion.tool_calls
+    if node == "process_result" and pending and state["iteration"] >= state["max_tool_iterations"]:
+        # The cap is reached while the model still asks for tools: answer those calls with a
+        # limit notice and end with a plain assistant message, so the history stays valid.
+        limit = state["max_tool_iterations"]
+        for call in pending:
+            messages.append({
+                "role": "tool", "tool_call_id": call["id"], "name": call["name"],
+                "content": TOOL_LIMIT_RESULT.format(limit=limit),
+            })
+        messages.append({"role": "assistant", "content": TOOL_LIMIT_MESSAGE.format(limit=limit)})
+        record["stopped_by_limit"] = True
+        if turn.emit is not None:
+            turn._emit(TOOL_LIMIT_MESSAGE.format(limit=limit))
+        pending = []
+    return {
+        "messages": messages,
+        "tool_calls": pending,
+        "trace": [record],
+        "total_input_tokens": completion.usage.input_tokens,
+        "total_output_tokens": completion.usage.output_tokens,
+        "model": completion.model or state["model"],
+    }
+
+
+async def route(state: ChatAgentState, config: RunnableConfig) -> dict[str, Any]:
+    """Send the history to the model: it answers or asks for tools."""
+    return await _model_step(state, config, "route")
+
+
+async def process_result(state: ChatAgentState, config: RunnableConfig) -> dict[str, Any]:
+    """Send the tool results back to the model: it answers or asks for more tools."""
+    return await _model_step(state, config, "process_result")
+
+
+async def execute_tool(state: ChatAgentState, config: RunnableConfig) -> dict[str, Any]:
+    """Run every pending tool call (concurrently) and append one result per call, in order."""
+    turn = _turn(config)
+    calls = state["tool_calls"]
+    if len(calls) == 1:
+        outcomes = [await turn.execute(calls[0])]  # type: ignore[arg-type]
+    else:
+        outcomes = await asyncio.gather(*(turn.execute(c) for c in calls))  # type: ignore[arg-type]
+    messages = list(state["messages"])
+    results = []
+    trace = []
+    for call, (output, error, record) in zip(calls, outcomes, strict=True):
+        messages.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": output})
+        results.append({"id": call["id"], "tool": call["name"], "input": call["arguments"], "output": output, "error": error})
+        trace.append(record)
+    return {
+        "messages": messages,
+        "tool_calls": [],
+        "tool_results": results,
+        "trace": trace,
+        "iteration": state["iteration"] + 1,
+    }
+
+
+def should_use_tools(state: ChatAgentState) -> str:
+    return "execute_tool" if state["tool_calls"] else "__end__"
+
+
+def should_continue_after_tool(state: ChatAgentState) -> str:
+    if state["tool_calls"] and state["iteration"] < state["max_tool_iterations"]:
+        return "execute_tool"
+    return "__end__"
+
+
+_compiled: Any = None
+
+
+def build_chat_graph() -> Any:
+    """The compiled StateGraph of the chat agent (no checkpointer: aiforge owns the history).
+
+    Nodes take the provider and tools from the turn, so one compiled graph serves every agent;
+    it is compiled on first use and shared.
+    """
+    global _compiled
+    if _compiled is None:
+        _compiled = _compile()
+    return _compiled
+
+
+def _compile() -> Any:
+    from langgraph.graph import END, START, StateGraph
+
+    graph = StateGraph(ChatAgentState)
+    graph.add_node("route", route)
+    graph.add_node("execute_tool", execute_tool)
+    graph.add_node("process_result", process_result)
+    graph.add_edge(START, "route")
+    graph.add_conditional_edges("route", should_use_tools, {"execute_tool": "execute_tool", "__end__": END})
+    graph.add_edge("execute_tool", "process_result")
+    graph.add_conditional_edges(
+        "process_result", should_continue_after_tool, {"execute_tool": "execute_tool", "__end__": END}
+    )
+    return graph.compile()

@@ -1,0 +1,121 @@
+"""Conversation memory on units: trimming and summarising never split a tool exchange.
+
+A unit is a user message, or an assistant message together with the results of all its tool
+calls. Providers reject an orphan tool call or result, so memory only ever drops whole units,
+and a kept history always starts with a user message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import threading
+from dataclasses import dataclass, field
+
+from aiforge.core.types import Message
+
+MEMORY_MODES = ("buffer", "summary", "none")
+SUMMARY_MAX_WORDS = 500
+
+
+def split_units(messages: list[Message]) -> list[list[Message]]:
+    """Group messages into units; tool results join the assistant message that called them."""
+    units: list[list[Message]] = []
+    for message in messages:
+        if message["role"] == "tool" and units and (
+            units[-1][0]["role"] == "assistant" and units[-1][0].get("tool_calls")
+        ):
+            units[-1].append(message)
+        else:
+            units.append([message])
+    return units
+
+
+def _drop_leading_non_user(units: list[list[Message]]) -> list[list[Message]]:
+    start = 0
+    while start < len(units) and units[start][0]["role"] != "user":
+        start += 1
+    return units[start:]
+
+
+def trim_to_units(messages: list[Message], limit: int) -> list[Message]:
+    """The most recent whole units holding at most ``limit`` messages, starting at a user message.
+
+    A single unit larger than ``limit`` (a tool call with many results) is dropped whole
+    rather than cut.
+    """
+    if len(messages) <= limit and (not messages or messages[0]["role"] == "user"):
+        return messages
+    units = split_units(messages)
+    kept: list[list[Message]] = []
+    size = 0
+    for unit in reversed(units):
+        if size + len(unit) > limit:
+            break
+        kept.append(unit)
+        size += len(unit)
+    kept.reverse()
+    return [m for unit in _drop_leading_non_user(kept) for m in unit]
+
+
+def split_for_summary(messages: list[Message], keep: int) -> tuple[list[Message], list[Message]]:
+    """(older messages to summarise, the most recent whole units of at most ``keep`` messages)."""
+    recent = trim_to_units(messages, keep)
+    return messages[: len(messages) - len(recent)], recent
+
+
+def transcript(messages: list[Message]) -> str:
+    """A plain-text rendering of messages for the summariser."""
+    lines = []
+    for m in messages:
+        if m["role"] == "tool":
+            lines.append(f"Tool result ({m.get('name', 'tool')}): {m['content']}")
+        elif m.get("tool_calls"):
+            calls = ", ".join(f"{c['name']}({c['arguments']})" for c in m["tool_calls"])
+            lines.append(f"Assistant: {m['content']} [called {calls}]".replace(":  [", ": ["))
+        else:
+            lines.append(f"{m['role'].capitalize()}: {m['content']}")
+    return "\n".join(lines)
+
+
+def limit_words(text: str, max_words: int = SUMMARY_MAX_WORDS) -> str:
+    words = text.split()
+    return text.strip() if len(words) <= max_words else " ".join(words[:max_words]) + " …"
+
+
+def new_conversation_id() -> str:
+    return secrets.token_hex(8)
+
+
+class TurnLock:
+    """Serialises turns of one conversation across threads and event loops.
+
+    asyncio.Lock belongs to one loop, but sync calls from different threads run on different
+    loops; a thread lock polled without blocking keeps every loop responsive and is released
+    on cancellation.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    async def __aenter__(self) -> None:
+        delay = 0.0005
+        while not self._lock.acquire(blocking=False):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.02)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+
+@dataclass(slots=True)
+class Conversation:
+    """One conversation's state: committed history (system prompt excluded) and summary."""
+
+    id: str = field(default_factory=new_conversation_id)
+    history: list[Message] = field(default_factory=list)
+    summary: str | None = None
+    lock: TurnLock = field(default_factory=TurnLock)

@@ -1,0 +1,357 @@
+"""``ChatAgent``: a multi-turn agent with memory, tools, streaming and batch, on LangGraph."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import AsyncGenerator, Iterator
+from typing import TYPE_CHECKING, Any
+
+from aiforge.core.aio import run_sync
+from aiforge.core.module import BaseModule
+from aiforge.core.types import CallParams, ConfigError, Message
+from aiforge.modules.chat.agent import ChatAgentState, Turn, build_chat_graph, tool_spec
+from aiforge.modules.chat.memory import (
+    MEMORY_MODES,
+    SUMMARY_MAX_WORDS,
+    Conversation,
+    limit_words,
+    split_for_summary,
+    transcript,
+    trim_to_units,
+)
+from aiforge.modules.chat.prompts import (
+    DEFAULT_SYSTEM_PROMPT,
+    SUMMARIZE_MEMORY_PROMPT,
+    SUMMARY_PREFIX,
+    TOOL_USE_SYSTEM,
+    describe_tools,
+)
+from aiforge.modules.chat.schemas import ChatResponse, ToolCallRecord
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+logger = logging.getLogger("aiforge.chat")
+
+_DONE = object()
+
+
+def _check_positive(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _check_message(message: Any) -> str:
+    if not isinstance(message, str):
+        raise ValueError(f"message must be a str, got {type(message).__name__}")
+    if not message.strip():
+        raise ValueError("message must not be empty or whitespace-only")
+    return message
+
+
+def _check_tools(tools: Any) -> list[Any]:
+    if tools is None:
+        return []
+    if not isinstance(tools, list | tuple):
+        raise ValueError(f"tools must be a list of tools, got {type(tools).__name__}")
+    names: set[str] = set()
+    for i, tool in enumerate(tools):
+        missing = [a for a in ("name", "description", "invoke") if not hasattr(tool, a)]
+        if missing:
+            raise ValueError(f"tools[{i}] ({tool!r}) lacks {', '.join(missing)}: tools need .name, .description and .invoke()")
+        if tool.name in names:
+            raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
+        names.add(tool.name)
+    return list(tools)
+
+
+class ChatAgent(BaseModule):
+    """A multi-turn conversational agent with memory, tool use and streaming.
+
+    See the chat module's reference page for every parameter; ``**kwargs`` are
+    ``AIForgeSettings`` overrides such as ``MODEL="gpt-4o"`` or ``TEMPERATURE=0.3``.
+    """
+
+    def __init__(
+        self,
+        system_prompt: str | None = None,
+        tools: list[Any] | None = None,
+        memory: str = "buffer",
+        memory_k: int = 20,
+        max_tool_iterations: int = 5,
+        native_tools: bool | None = None,
+        quality: str | None = None,
+        provider: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        if memory not in MEMORY_MODES:
+            raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_MODES))}; got {memory!r}")
+        self.memory_k = _check_positive("memory_k", memory_k)
+        self.max_tool_iterations = _check_positive("max_tool_iterations", max_tool_iterations)
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise ValueError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
+        self.memory_mode = memory
+        self.tools = _check_tools(tools)
+        super().__init__(quality=quality, provider=provider, **kwargs)
+
+        if native_tools and not self.provider.supports_native_tools:
+            raise ConfigError(
+                f"native_tools=True but provider {self.provider_name!r} has no native tool calling; "
+                "leave native_tools=None to use the prompted-JSON protocol"
+            )
+        self.native_tools = self.provider.supports_native_tools if native_tools is None else bool(native_tools)
+        self._tool_map = {t.name: t for t in self.tools}
+        self._specs = [tool_spec(t) for t in self.tools] or None
+        self._base_prompt = system_prompt or self.settings.chat.system_prompt or DEFAULT_SYSTEM_PROMPT
+        self._params = CallParams(
+            model=self.model, temperature=self.settings.TEMPERATURE, max_tokens=self.settings.MAX_TOKENS
+        )
+        self._graph = build_chat_graph()
+        self._conversation = Conversation()
+        self.last_response: ChatResponse | None = None
+        """The response of the most recent turn, streamed turns included."""
+
+    # -- properties --------------------------------------------------------------------
+
+    def _resolve_prompt(self, base: str) -> str:
+        if self._specs and not self.native_tools:
+            return f"{base}\n\n{TOOL_USE_SYSTEM.format(tool_list=describe_tools(self._specs))}"  # type: ignore[arg-type]
+        return base
+
+    @property
+    def system_prompt(self) -> str:
+        """The fully resolved system prompt (tool instructions included when prompted)."""
+        return self._resolve_prompt(self._base_prompt)
+
+    @property
+    def conversation_id(self) -> str:
+        return self._conversation.id
+
+    @property
+    def history(self) -> list[Message]:
+        """A copy of the stored conversation (system prompt and summary excluded)."""
+        return [dict(m) for m in self._conversation.history]  # type: ignore[misc]
+
+    @property
+    def summary(self) -> str | None:
+        """The running summary of older messages (``memory="summary"``), if any."""
+        return self._conversation.summary
+
+    def __repr__(self) -> str:
+        return (
+            f"ChatAgent(provider={self.provider_name!r}, model={self.model!r}, memory={self.memory_mode!r}, "
+            f"memory_k={self.memory_k}, tools={[t.name for t in self.tools]}, "
+            f"messages={len(self._conversation.history)}, conversation_id={self.conversation_id!r})"
+        )
+
+    # -- public API --------------------------------------------------------------------
+
+    def chat(self, message: str, *, system_prompt: str | None = None) -> ChatResponse:
+        """Send a message and get the response; history is kept across calls."""
+        return run_sync(self.achat(message, system_prompt=system_prompt))
+
+    async def achat(self, message: str, *, system_prompt: str | None = None) -> ChatResponse:
+        """Async version of ``chat``."""
+        return await self._turn(self._conversation, message, system_prompt, emit=None)
+
+    async def chat_stream(self, message: str, *, system_prompt: str | None = None) -> AsyncGenerator[str, None]:
+        """Yield the reply's text chunks as the provider sends them.
+
+        The turn is recorded like ``chat()`` when the stream ends; closing the generator early
+        lets the turn finish and records it; cancelling the consuming task cancels the turn
+        and leaves the history as it was. ``last_response`` holds the turn's ``ChatResponse``.
+        """
+        _check_message(message)
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        task = asyncio.ensure_future(
+            self._turn(self._conversation, message, system_prompt, emit=queue.put_nowait)
+        )
+        task.add_done_callback(lambda _t: queue.put_nowait(_DONE))
+        finished = False
+        try:
+            while (item := await queue.get()) is not _DONE:
+                yield item
+            finished = True
+            task.result()
+        except GeneratorExit:
+            # Closed early by the caller: finish the turn so it is recorded like chat().
+            await asyncio.gather(task, return_exceptions=True)
+            raise
+        finally:
+            if not finished and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    def achat_stream(self, message: str, *, system_prompt: str | None = None) -> AsyncGenerator[str, None]:
+        """Alias of ``chat_stream``."""
+        return self.chat_stream(message, system_prompt=system_prompt)
+
+    async def arun(self, text: str, **kwargs: Any) -> ChatResponse:
+        return await self.achat(text, **kwargs)
+
+    def run(self, text: str, **kwargs: Any) -> ChatResponse:
+        return self.chat(text, **kwargs)
+
+    def arun_stream(self, text: str, **kwargs: Any) -> AsyncGenerator[str, None]:
+        return self.chat_stream(text, **kwargs)
+
+    def run_stream(self, text: str, **kwargs: Any) -> Iterator[str]:
+        """Synchronous streaming: iterate the reply's chunks outside async code."""
+        return super().run_stream(text, **kwargs)
+
+    async def _arun_batch_item(self, text: str) -> ChatResponse:
+        # Each batch item is a fresh conversation: no memory shared between items.
+        return await self._turn(Conversation(), text, None, emit=None)
+
+    def reset(self) -> None:
+        """Clear the conversation (the system prompt stays) and start a new conversation id."""
+        self._conversation = Conversation()
+
+    def history_dataframe(self) -> pd.DataFrame:
+        """The conversation as rows: system prompt, summary, then each message."""
+        import pandas as pd
+
+        rows: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt, "tool_calls": None, "tool_call_id": None}]
+        if self._conversation.summary:
+            rows.append({"role": "system", "content": SUMMARY_PREFIX + self._conversation.summary, "tool_calls": None, "tool_call_id": None})
+        for m in self._conversation.history:
+            calls = m.get("tool_calls")
+            rows.append({
+                "role": m["role"],
+                "content": m["content"],
+                "tool_calls": [f"{c['name']}({c['arguments']})" for c in calls] if calls else None,
+                "tool_call_id": m.get("tool_call_id"),
+            })
+        return pd.DataFrame(rows, columns=["role", "content", "tool_calls", "tool_call_id"])
+
+    # -- the turn ----------------------------------------------------------------------
+
+    def _new_turn(self, conversation: Conversation, emit: Any) -> Turn:
+        return Turn(
+            provider=self.provider,
+            provider_name=self.provider_name,
+            params=self._params,
+            tools=self._tool_map,
+            specs=self._specs,
+            native_tools=self.native_tools,
+            cost_tracker=self.cost_tracker,
+            conversation_id=conversation.id,
+            trace_id=secrets.token_hex(8),
+            emit=emit,
+            price_overrides=self.settings.PRICES or None,
+        )
+
+    def _context(self, conversation: Conversation, system_prompt: str | None) -> list[Message]:
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise ValueError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
+        prompt = self._resolve_prompt(system_prompt) if system_prompt else self.system_prompt
+        head: list[Message] = [{"role": "system", "content": prompt}]
+        if conversation.summary:
+            head.append({"role": "system", "content": SUMMARY_PREFIX + conversation.summary})
+        if self.memory_mode == "none":
+            return head
+        return head + conversation.history
+
+    async def _turn(
+        self, conversation: Conversation, message: str, system_prompt: str | None, emit: Any
+    ) -> ChatResponse:
+        _check_message(message)
+        started = time.perf_counter()
+        async with conversation.lock:
+            turn = self._new_turn(conversation, emit)
+            context = self._context(conversation, system_prompt)
+            user: Message = {"role": "user", "content": message}
+            state: ChatAgentState = {
+                "messages": [*context, user],  # type: ignore[list-item]
+                "current_input": message,
+                "tool_calls": [],
+                "tool_results": [],
+                "iteration": 0,
+                "max_tool_iterations": self.max_tool_iterations,
+                "trace": [],
+                "total_input_tokens": 0,
+                "total_output_tokens": 0,
+                "model": self.model,
+            }
+            # Nothing is stored until the graph has finished: an error or a cancellation
+            # leaves the conversation exactly as it was before the turn.
+            final = await self._graph.ainvoke(state, {"configurable": {"turn": turn}})
+            produced: list[Message] = final["messages"][len(context) + 1 :]
+            trace = list(final["trace"])
+            if self.memory_mode != "none":
+                history = [*conversation.history, user, *produced]
+                history = await self._apply_memory(conversation, history, turn, trace)
+                conversation.history = history
+            response = self._response(conversation, produced, final, turn, trace, started)
+        self.last_response = response
+        return response
+
+    async def _apply_memory(
+        self, conversation: Conversation, history: list[Message], turn: Turn, trace: list[dict[str, Any]]
+    ) -> list[Message]:
+        if self.memory_mode == "buffer":
+            return trim_to_units(history, self.memory_k)
+        if len(history) <= 2 * self.memory_k:
+            return history
+        older, recent = split_for_summary(history, self.memory_k)
+        if not older:
+            return history
+        try:
+            conversation.summary = await self._summarize(conversation.summary, older, turn, trace)
+        except Exception as exc:  # noqa: BLE001 - the answer is already good; retry next turn
+            logger.warning("summary of older messages failed (%s); keeping them verbatim for now", type(exc).__name__)
+            return history
+        return recent
+
+    async def _summarize(
+        self, previous: str | None, older: list[Message], turn: Turn, trace: list[dict[str, Any]]
+    ) -> str:
+        started = time.perf_counter()
+        prompt = SUMMARIZE_MEMORY_PROMPT.format(
+            max_words=SUMMARY_MAX_WORDS,
+            previous=f"Summary so far:\n{previous}\n" if previous else "",
+            transcript=transcript(older),
+        )
+        messages: list[Message] = [
+            {"role": "system", "content": "You write faithful, compact conversation summaries."},
+            {"role": "user", "content": prompt},
+        ]
+        completion = await self.provider.complete(messages, None, self._params)
+        trace.append(turn.account(completion, kind="summary", node="summary", started=started))
+        return limit_words(completion.text)
+
+    def _response(
+        self,
+        conversation: Conversation,
+        produced: list[Message],
+        final: dict[str, Any],
+        turn: Turn,
+        trace: list[dict[str, Any]],
+        started: float,
+    ) -> ChatResponse:
+        reply = produced[-1]["content"] if produced else ""
+        calls = [
+            ToolCallRecord(tool=r["tool"], input=r["input"], output=r["output"], id=r["id"], error=r["error"])
+            for r in final["tool_results"]
+        ]
+        return ChatResponse(
+            message=reply,
+            conversation_id=conversation.id,
+            tool_calls=calls,
+            iterations=final["iteration"],
+            memory_mode=self.memory_mode,
+            cost=turn.cost,
+            input_tokens=turn.usage.input_tokens,
+            output_tokens=turn.usage.output_tokens,
+            model=final["model"],
+            trace_id=turn.trace_id,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            provider=self.provider_name,
+            priced=turn.priced,
+            stopped_by_limit=any(r.get("stopped_by_limit") for r in trace),
+            trace=trace,
+        )

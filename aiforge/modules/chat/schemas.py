@@ -1,0 +1,125 @@
+"""Response types of the chat module: ``ChatResponse`` and ``ToolCallRecord``."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TRACE_COLUMNS = [
+    "step", "node", "name", "model", "input", "output", "error",
+    "input_tokens", "output_tokens", "cost", "latency_ms",
+]
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class ToolCallRecord(BaseModel):
+    """One tool invocation within a turn."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: str
+    """The tool name that was called."""
+    input: dict[str, Any] = Field(default_factory=dict)
+    """The parameters passed to the tool."""
+    output: str | None = None
+    """The tool's result (or its error text); None if it has not returned."""
+    id: str = ""
+    """The provider's id of the call."""
+    error: bool = False
+    """True when ``output`` is an error (tool raised, unknown tool, bad arguments)."""
+
+    def to_text(self) -> str:
+        return f"{self.tool}({self.input}) → {self.output}"
+
+    def __repr__(self) -> str:
+        return f"ToolCallRecord(tool={self.tool!r}, input={self.input!r}, output={self.output!r})"
+
+    __str__ = __repr__
+
+    def _repr_markdown_(self) -> str:
+        return f"`{self.tool}` `{_short(self.input)}` → {_short(self.output or '')}"
+
+
+class ChatResponse(BaseModel):
+    """The result of one chat turn."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message: str
+    """The assistant's text reply."""
+    conversation_id: str
+    """Conversation session id (16-char hex)."""
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    iterations: int = 0
+    """Tool-use loop iterations executed (0 if no tools)."""
+    memory_mode: str = "buffer"
+    cost: float = 0.0
+    """Total cost in USD for this turn (summaries included)."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model: str = ""
+    trace_id: str = ""
+    """Trace id of this turn (16-char hex)."""
+    latency_ms: float = 0.0
+    provider: str = ""
+    priced: bool = True
+    """False when a model of this turn is missing from the price table (cost undercounted)."""
+    stopped_by_limit: bool = False
+    """True when the turn hit ``max_tool_iterations`` before a final answer."""
+    trace: list[dict[str, Any]] = Field(default_factory=list, repr=False)
+    """One record per step: model calls and tool calls, in order."""
+
+    def to_text(self) -> str:
+        return self.message
+
+    def trace_dataframe(self) -> pd.DataFrame:
+        """The trace as a DataFrame, one row per step."""
+        import pandas as pd
+
+        return pd.DataFrame([{c: rec.get(c) for c in TRACE_COLUMNS} for rec in self.trace], columns=TRACE_COLUMNS)
+
+    def _footer(self) -> str:
+        parts = [
+            self.model or self.provider,
+            f"{self.input_tokens}+{self.output_tokens} tokens",
+            f"${self.cost:.5f}" + ("" if self.priced else " (unpriced)"),
+            f"{self.latency_ms:.0f} ms",
+        ]
+        if self.tool_calls:
+            parts.append(f"{len(self.tool_calls)} tool call{'s' if len(self.tool_calls) != 1 else ''}")
+        return " · ".join(parts)
+
+    def __repr__(self) -> str:
+        return (
+            f"ChatResponse(message={_short(self.message, 80)!r}, model={self.model!r}, "
+            f"tool_calls={len(self.tool_calls)}, cost={self.cost:.6f}, "
+            f"tokens={self.input_tokens}+{self.output_tokens}, conversation_id={self.conversation_id!r})"
+        )
+
+    __str__ = __repr__
+
+    def _repr_markdown_(self) -> str:
+        tools = "".join(f"\n- {tc._repr_markdown_()}" for tc in self.tool_calls)
+        return f"{self.message}\n{tools}\n\n<sub>{html.escape(self._footer())}</sub>"
+
+    def _repr_html_(self) -> str:
+        tools = "".join(
+            f"<li><code>{html.escape(tc.tool)}</code> <code>{html.escape(_short(tc.input))}</code>"
+            f" → {html.escape(_short(tc.output or ''))}</li>"
+            for tc in self.tool_calls
+        )
+        return (
+            f"<div class='aiforge-response'><div style='white-space:pre-wrap'>{html.escape(self.message)}</div>"
+            + (f"<ul>{tools}</ul>" if tools else "")
+            + f"<div style='opacity:.6;font-size:85%'>{html.escape(self._footer())}</div></div>"
+        )

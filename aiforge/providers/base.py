@@ -1,0 +1,58 @@
+"""The provider protocol: the one small surface every LLM backend implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar
+
+from aiforge.core.types import CallParams, Completion, Message, ToolSpec
+
+StreamEvent = str | Completion
+"""What ``Provider.stream`` yields: text deltas, then exactly one final ``Completion``."""
+
+
+class Provider(ABC):
+    """An LLM backend.
+
+    Implement ``complete``; override ``stream`` when the backend streams. Messages and tool
+    calls come and go in aiforge's neutral types; the provider translates its wire format.
+    Retries, timeouts and error mapping happen inside the provider, so callers only ever see
+    ``aiforge.core.types`` errors.
+    """
+
+    name: ClassVar[str] = "custom"
+    supports_native_tools: ClassVar[bool] = False
+    supports_streaming: ClassVar[bool] = False
+    #: Cost of this provider's calls is always zero (local models, fakes).
+    free: ClassVar[bool] = False
+    default_model: str = "default"
+
+    @classmethod
+    def connection_key(cls, settings: Any) -> tuple[Any, ...]:
+        """Settings that make two instances of this provider different (see ``create_provider``)."""
+        return ()
+
+    @abstractmethod
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
+    ) -> Completion:
+        """Run one model call and return its complete result."""
+
+    async def stream(
+        self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
+    ) -> AsyncIterator[StreamEvent]:
+        """Yield text deltas as they arrive, then the final ``Completion``.
+
+        The default runs ``complete`` and yields its text as one chunk.
+        """
+        completion = await self.complete(messages, tools, params)
+        if completion.text:
+            yield completion.text
+        yield completion
+
+    async def aclose(self) -> None:
+        """Release network clients; the provider may be used again afterwards."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self.name!r} model={self.default_model!r}>"

@@ -1,0 +1,166 @@
+"""A deterministic in-process provider for tests, docs and tutorials.
+
+Queue replies with ``enqueue``; every call is recorded in ``calls``::
+
+    fake = ScriptedProvider(["Paris is the capital of France."])
+    fake.enqueue(tool_call("weather", city="NYC"), "It is sunny in NYC.")
+    agent = ChatAgent(provider=fake)
+
+With an empty queue it answers ``default`` (a string, or a function of the messages), which by
+default echoes the last user message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, Usage
+from aiforge.providers.base import Provider, StreamEvent
+
+_ids = itertools.count(1)
+_instance_ids = itertools.count(1)
+
+
+@dataclass(slots=True)
+class ScriptedReply:
+    """One scripted model answer: text, tool calls, or both."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+
+
+@dataclass(slots=True)
+class ScriptedCall:
+    """What the provider received for one call."""
+
+    messages: list[Message]
+    tools: list[ToolSpec] | None
+    params: CallParams
+
+    @property
+    def last_user_message(self) -> str:
+        return next((m["content"] for m in reversed(self.messages) if m["role"] == "user"), "")
+
+
+Script = str | ScriptedReply | BaseException | Callable[[list[Message]], "str | ScriptedReply"]
+
+
+def tool_call(name: str, arguments: dict[str, Any] | None = None, /, **kwargs: Any) -> ScriptedReply:
+    """A scripted reply that calls one tool: ``tool_call("weather", city="NYC")``."""
+    args = dict(arguments or {}, **kwargs)
+    return ScriptedReply(tool_calls=[{"id": f"call_{next(_ids):06d}", "name": name, "arguments": args}])
+
+
+def tool_calls(*calls: tuple[str, dict[str, Any]]) -> ScriptedReply:
+    """A scripted reply with several parallel tool calls: ``tool_calls(("a", {...}), ("b", {...}))``."""
+    return ScriptedReply(
+        tool_calls=[{"id": f"call_{next(_ids):06d}", "name": n, "arguments": a} for n, a in calls]
+    )
+
+
+def _echo(messages: list[Message]) -> str:
+    last = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+    return f"You said: {last}"
+
+
+def _count_tokens(text: str) -> int:
+    return len(text) // 4 + 1 if text else 0
+
+
+class ScriptedProvider(Provider):
+    """Replies from a script, deterministically; records every call."""
+
+    name: ClassVar[str] = "scripted"
+    supports_native_tools: ClassVar[bool] = True
+    supports_streaming: ClassVar[bool] = True
+    free: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        replies: Iterable[Script] | Any = (),
+        *,
+        default: str | Callable[[list[Message]], str | ScriptedReply] = _echo,
+        model: str = "scripted-model",
+        chunk_size: int = 2,
+        delay: float = 0.0,
+    ) -> None:
+        # Built by the registry as ScriptedProvider(settings): a settings object is not a script.
+        if not isinstance(replies, Iterable) or isinstance(replies, str | bytes):
+            replies = () if not isinstance(replies, str) else (replies,)
+        self._queue: deque[Script] = deque(replies)
+        self.default = default
+        self.default_model = model
+        self.chunk_size = chunk_size
+        self.delay = delay
+        self.calls: list[ScriptedCall] = []
+
+    @classmethod
+    def connection_key(cls, settings: Any) -> tuple[Any, ...]:
+        # Every agent built with provider="scripted" gets its own script.
+        return (next(_instance_ids),)
+
+    def enqueue(self, *replies: Script) -> ScriptedProvider:
+        """Append replies to the script; returns self for chaining."""
+        self._queue.extend(replies)
+        return self
+
+    @property
+    def pending(self) -> int:
+        """Replies still queued."""
+        return len(self._queue)
+
+    def _next(self, messages: list[Message]) -> ScriptedReply:
+        item: Script = self._queue.popleft() if self._queue else self.default
+        if isinstance(item, BaseException):
+            raise item
+        if callable(item) and not isinstance(item, ScriptedReply):
+            item = item(messages)
+        if isinstance(item, str):
+            return ScriptedReply(text=item)
+        return item
+
+    def _completion(self, reply: ScriptedReply, messages: list[Message], params: CallParams) -> Completion:
+        usage = reply.usage or Usage(
+            input_tokens=sum(_count_tokens(m["content"]) for m in messages),
+            output_tokens=_count_tokens(reply.text) + 8 * len(reply.tool_calls),
+        )
+        return Completion(
+            text=reply.text,
+            tool_calls=[dict(c) for c in reply.tool_calls],  # type: ignore[misc]
+            usage=usage,
+            model=params.model or self.default_model,
+            finish_reason="tool_calls" if reply.tool_calls else "stop",
+        )
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
+    ) -> Completion:
+        self.calls.append(ScriptedCall([dict(m) for m in messages], tools, params))  # type: ignore[misc]
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        return self._completion(self._next(messages), messages, params)
+
+    async def stream(
+        self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
+    ) -> AsyncIterator[StreamEvent]:
+        self.calls.append(ScriptedCall([dict(m) for m in messages], tools, params))  # type: ignore[misc]
+        reply = self._next(messages)
+        for chunk in _chunks(reply.text, self.chunk_size):
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            yield chunk
+        yield self._completion(reply, messages, params)
+
+
+def _chunks(text: str, words: int) -> Iterable[str]:
+    """Split text into chunks of a few words, keeping the whitespace, like a real stream."""
+    pieces = re.findall(r"\S+\s*|\s+", text)
+    for i in range(0, len(pieces), max(1, words)):
+        yield "".join(pieces[i : i + words])
