@@ -65,11 +65,13 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         try:
             return loop.run_until_complete(task)
         except KeyboardInterrupt:
-            task.cancel()
-            try:
-                loop.run_until_complete(task)
-            except BaseException:  # noqa: BLE001 - the interrupt is what the caller gets
-                pass
+            # Interrupted while the coroutine was suspended: cancel it and let it clean up.
+            if not task.done():
+                task.cancel()
+                try:
+                    loop.run_until_complete(task)
+                except BaseException:  # noqa: BLE001 - the interrupt is what the caller gets
+                    pass
             raise
     future = asyncio.run_coroutine_threadsafe(coro, background_loop())
     return _wait(future)

@@ -129,6 +129,10 @@ class BaseModule(ABC):
         if isinstance(provider, str):
             overrides["PROVIDER"] = provider
         self.settings = load_settings(**overrides)
+        if self.settings.PRICES:
+            from aiforge.core.pricing import parse_price_overrides
+
+            parse_price_overrides(self.settings.PRICES)  # a malformed entry fails here, not mid-conversation
         if quality is not None and quality not in ("high", "medium", "low"):
             raise ValueError(f"quality must be 'high', 'medium' or 'low', got {quality!r}")
         self.quality = quality or self.settings.DEFAULT_QUALITY

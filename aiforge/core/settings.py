@@ -108,7 +108,7 @@ class AIForgeSettings(BaseSettings):
     def __repr_args__(self) -> Any:
         # Show only what differs from the defaults; SecretStr already masks keys.
         for name, value in super().__repr_args__():
-            if name is not None and value != type(self).model_fields[name].default:
+            if name is not None and value != type(self).model_fields[name].get_default(call_default_factory=True):
                 yield name, value
 
     def secret(self, name: str) -> str | None:

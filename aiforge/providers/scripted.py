@@ -92,8 +92,10 @@ class ScriptedProvider(Provider):
         delay: float = 0.0,
     ) -> None:
         # Built by the registry as ScriptedProvider(settings): a settings object is not a script.
-        if not isinstance(replies, Iterable) or isinstance(replies, str | bytes):
-            replies = () if not isinstance(replies, str) else (replies,)
+        if isinstance(replies, str):
+            replies = (replies,)
+        elif not isinstance(replies, Iterable) or hasattr(type(replies), "model_fields"):
+            replies = ()
         self._queue: deque[Script] = deque(replies)
         self.default = default
         self.default_model = model

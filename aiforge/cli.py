@@ -1,0 +1,129 @@
+"""``aiforge chat``: the chat agent from a terminal.
+
+Exit codes: 0 ok, 2 usage error, 1 provider or configuration error (one line, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from aiforge import __version__
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aiforge", description="aiforge-kit: LLM tools for notebooks and terminals.")
+    parser.add_argument("--version", action="version", version=f"aiforge-kit {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    chat = commands.add_parser(
+        "chat",
+        help="chat with the agent (one message, or an interactive session without one)",
+        description="Send MESSAGE and stream the answer; without MESSAGE, start an interactive session.",
+    )
+    chat.add_argument("message", nargs="?", help="the message; omit for an interactive multi-turn session")
+    chat.add_argument("-p", "--provider", help="openai, anthropic, internal_gateway, local, ... (default: auto)")
+    chat.add_argument("-m", "--model", help="model name (default: the provider's or the router's choice)")
+    chat.add_argument("-s", "--system", help="system prompt")
+    chat.add_argument("--memory", choices=["buffer", "summary", "none"], default="buffer")
+    chat.add_argument("--memory-k", type=int, default=20, help="messages kept in memory (default 20)")
+    chat.add_argument("-t", "--temperature", type=float, help="sampling temperature (0 = deterministic)")
+    chat.add_argument("--max-tokens", type=int, help="cap on generated tokens per model call")
+    chat.add_argument("-q", "--quality", choices=["high", "medium", "low"], help="route to a model of this tier")
+    chat.add_argument("--json", action="store_true", help="print the ChatResponse as JSON instead of streaming text")
+    return parser
+
+
+def _agent(args: argparse.Namespace) -> Any:
+    from aiforge.modules.chat.module import ChatAgent
+
+    overrides: dict[str, Any] = {}
+    if args.model:
+        overrides["MODEL"] = args.model
+    if args.temperature is not None:
+        overrides["TEMPERATURE"] = args.temperature
+    if args.max_tokens is not None:
+        overrides["MAX_TOKENS"] = args.max_tokens
+    return ChatAgent(
+        system_prompt=args.system,
+        memory=args.memory,
+        memory_k=args.memory_k,
+        quality=args.quality,
+        provider=args.provider,
+        **overrides,
+    )
+
+
+def _turn(agent: Any, message: str, as_json: bool, out: TextIO) -> None:
+    if as_json:
+        response = agent.chat(message)
+        out.write(json.dumps(response.model_dump(exclude={"trace"}), ensure_ascii=False, indent=2) + "\n")
+        return
+    for chunk in agent.run_stream(message):
+        out.write(chunk)
+        out.flush()
+    out.write("\n")
+
+
+def _interactive(agent: Any, as_json: bool, out: TextIO) -> None:
+    out.write(f"aiforge chat · {agent.provider_name} · {agent.model} · Ctrl-D or /exit to quit, /reset for a new chat\n")
+    while True:
+        try:
+            line = input("you> ")
+        except EOFError:
+            out.write("\n")
+            return
+        text = line.strip()
+        if not text:
+            continue
+        if text in ("/exit", "/quit"):
+            return
+        if text == "/reset":
+            agent.reset()
+            out.write("(new conversation)\n")
+            continue
+        out.write("assistant> ")
+        try:
+            _turn(agent, text, as_json, out)
+        except KeyboardInterrupt:
+            out.write("\n(interrupted)\n")
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    from aiforge.core.types import AIForgeError
+
+    out = out or sys.stdout
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors exit 2, --help/--version exit 0
+        return int(exc.code or 0)
+    if args.memory_k < 1:
+        print("aiforge: error: --memory-k must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        agent = _agent(args)
+        if args.message is not None:
+            if not args.message.strip():
+                print("aiforge: error: the message is empty", file=sys.stderr)
+                return 2
+            _turn(agent, args.message, args.json, out)
+        else:
+            _interactive(agent, args.json, out)
+    except AIForgeError as exc:
+        print(f"aiforge: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print(f"aiforge: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\naiforge: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

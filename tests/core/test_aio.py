@@ -1,0 +1,91 @@
+"""The sync bridge: works with and without a running loop, relays interrupts as cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from aiforge.core.aio import iterate_sync, run_sync
+
+
+async def answer(value: int) -> int:
+    await asyncio.sleep(0)
+    return value
+
+
+def test_run_sync_without_a_running_loop_returns_the_result() -> None:
+    assert run_sync(answer(42)) == 42
+
+
+def test_run_sync_reuses_the_thread_loop_between_calls() -> None:
+    async def current_loop() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    assert run_sync(current_loop()) is run_sync(current_loop())
+
+
+def test_run_sync_inside_a_running_loop_uses_the_background_thread() -> None:
+    async def notebook_cell() -> tuple[int, str]:
+        # What a Jupyter cell does: sync API called while the kernel's loop is running.
+        def where() -> str:
+            return threading.current_thread().name
+
+        async def on_loop() -> str:
+            return where()
+
+        return run_sync(answer(7)), run_sync(on_loop())
+
+    value, thread_name = asyncio.run(notebook_cell())
+    assert value == 7
+    assert thread_name == "aiforge-loop"
+
+
+def test_run_sync_propagates_exceptions() -> None:
+    async def fail() -> None:
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        run_sync(fail())
+
+
+def test_keyboard_interrupt_cancels_the_coroutine_and_runs_its_cleanup() -> None:
+    cleaned = []
+
+    async def interrupted() -> None:
+        try:
+            await asyncio.sleep(0)
+            raise KeyboardInterrupt
+        finally:
+            cleaned.append(True)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sync(interrupted())
+    assert cleaned == [True]
+    assert run_sync(answer(1)) == 1  # the loop is still usable
+
+
+def test_iterate_sync_yields_items_in_order() -> None:
+    async def numbers():
+        for i in range(3):
+            await asyncio.sleep(0)
+            yield i
+
+    assert list(iterate_sync(numbers())) == [0, 1, 2]
+
+
+def test_iterate_sync_closed_early_closes_the_async_generator() -> None:
+    closed = []
+
+    async def numbers():
+        try:
+            for i in range(10):
+                yield i
+        finally:
+            closed.append(True)
+
+    for item in iterate_sync(numbers()):
+        if item == 1:
+            break
+    assert closed == [True]

@@ -1,0 +1,114 @@
+"""BaseModule batch: ordering, partial failure, exact concurrency bound, inputs."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from aiforge.core.types import RateLimitError
+from aiforge.modules.chat.module import ChatAgent
+from aiforge.providers.scripted import ScriptedProvider
+
+
+class CountingProvider(ScriptedProvider):
+    """Scripted replies that track how many calls are in flight at once."""
+
+    def __init__(self, fail_on: set[str] = frozenset(), delay: float = 0.01) -> None:
+        super().__init__(default=lambda messages: f"answer to {messages[-1]['content']}")
+        self.fail_on = fail_on
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.pause = delay
+
+    async def complete(self, messages, tools, params):
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            # Later items finish first, so ordering is really tested.
+            await asyncio.sleep(self.pause / (1 + len(messages[-1]["content"]) % 5))
+            if messages[-1]["content"] in self.fail_on:
+                raise RateLimitError("slow down", provider="counting", status_code=429)
+            return await super().complete(messages, tools, params)
+        finally:
+            self.in_flight -= 1
+
+
+def test_batch_results_come_back_in_input_order() -> None:
+    agent = ChatAgent(provider=CountingProvider())
+    items = [f"q{i}" * (i % 4 + 1) for i in range(25)]
+    batch = agent.run_batch(items, concurrency=6)
+    assert [r.message for r in batch.results] == [f"answer to {q}" for q in items]
+    assert batch.indices == list(range(25))
+
+
+def test_failed_items_are_reported_and_never_lose_the_others() -> None:
+    agent = ChatAgent(provider=CountingProvider(fail_on={"b", "d"}))
+    batch = agent.run_batch(["a", "b", "c", "d", "e"], concurrency=2)
+    assert [r.message for r in batch.results] == ["answer to a", "answer to c", "answer to e"]
+    assert [(f.index, f.input, type(f.error)) for f in batch.failed] == [
+        (1, "b", RateLimitError),
+        (3, "d", RateLimitError),
+    ]
+    frame = batch.to_dataframe()
+    assert list(frame["input"]) == ["a", "b", "c", "d", "e"]
+    assert frame["error"].notna().tolist() == [False, True, False, True, False]
+
+
+@pytest.mark.parametrize("concurrency", [1, 3, 10])
+def test_concurrency_is_bounded_exactly(concurrency: int) -> None:
+    provider = CountingProvider()
+    ChatAgent(provider=provider).run_batch([f"item {i}" for i in range(30)], concurrency=concurrency)
+    assert provider.max_in_flight == concurrency
+
+
+def test_batch_items_do_not_share_memory_or_the_agent_history() -> None:
+    provider = CountingProvider()
+    agent = ChatAgent(provider=provider)
+    agent.run_batch(["one", "two"], concurrency=1)
+    assert all(len(call.messages) == 2 for call in provider.calls)  # system + the item only
+    assert agent.history == []
+
+
+def test_batch_totals_add_up() -> None:
+    batch = ChatAgent(provider=CountingProvider()).run_batch(["a", "bb", "ccc"])
+    assert batch.total_tokens == sum(r.input_tokens + r.output_tokens for r in batch.results) > 0
+    assert batch.total_cost == 0.0
+
+
+def test_batch_accepts_a_pandas_series() -> None:
+    import pandas as pd
+
+    batch = ChatAgent(provider=CountingProvider()).run_batch(pd.Series(["x", "y"]))
+    assert [r.message for r in batch.results] == ["answer to x", "answer to y"]
+
+
+def test_more_items_than_max_batch_is_an_error_not_a_truncation() -> None:
+    agent = ChatAgent(provider=CountingProvider())
+    with pytest.raises(ValueError, match="max_batch=2"):
+        agent.run_batch(["a", "b", "c"], max_batch=2)
+
+
+@pytest.mark.parametrize("items", ["just a string", [1, 2], None])
+def test_bad_batch_inputs_are_value_errors(items: object) -> None:
+    with pytest.raises(ValueError):
+        ChatAgent(provider=CountingProvider()).run_batch(items)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("concurrency", [0, -1, 1.5, True])
+def test_bad_concurrency_is_a_value_error(concurrency: object) -> None:
+    with pytest.raises(ValueError, match="concurrency"):
+        ChatAgent(provider=CountingProvider()).run_batch(["a"], concurrency=concurrency)  # type: ignore[arg-type]
+
+
+def test_run_batch_works_inside_a_running_loop() -> None:
+    async def cell() -> list[str]:
+        batch = ChatAgent(provider=CountingProvider()).run_batch(["a", "b"])
+        return [r.message for r in batch.results]
+
+    assert asyncio.run(cell()) == ["answer to a", "answer to b"]
+
+
+def test_empty_batch_is_fine() -> None:
+    batch = ChatAgent(provider=CountingProvider()).run_batch([])
+    assert (batch.results, batch.failed, len(batch.to_dataframe())) == ([], [], 0)

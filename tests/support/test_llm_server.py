@@ -1,0 +1,381 @@
+"""Drive tests/support/llm_server.py with the real openai / anthropic SDKs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from tests.support.llm_server import Fault, LLMServer, Reply, ToolCallSpec
+
+USER = [{"role": "user", "content": "What is the capital of France?"}]
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "weather",
+        "strict": True,  # the SDK stream helper only auto-parses strict tools
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    },
+}
+ANTHROPIC_WEATHER_TOOL = {
+    "name": "weather",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+@pytest.fixture
+def srv():
+    with LLMServer(chunk_size=3) as server:
+        yield server
+
+
+def oai(srv, **kw):
+    return openai.OpenAI(base_url=srv.openai_base_url, api_key="sk-test", max_retries=0, **kw)
+
+
+def ant(srv, **kw):
+    return anthropic.Anthropic(base_url=srv.anthropic_base_url, api_key="sk-ant-test", max_retries=0, **kw)
+
+
+def post(srv, path, body):
+    """Raw POST, to send what the SDKs refuse to build. Returns (status, json)."""
+    req = urllib.request.Request(
+        srv.base_url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+# --------------------------------------------------------------------------- plain replies
+
+
+def test_openai_plain_reply(srv):
+    srv.enqueue(Reply(text="Paris.", cached_tokens=2))
+    raw = oai(srv).chat.completions.with_raw_response.create(model="gpt-test", messages=USER)
+    assert raw.headers["x-request-id"].startswith("req_")
+    resp = raw.parse()
+    assert resp.choices[0].message.content == "Paris."
+    assert resp.choices[0].finish_reason == "stop"
+    assert resp.model == "gpt-test"
+    prompt = len(USER[0]["content"]) // 4 + 1
+    assert resp.usage.prompt_tokens == prompt
+    assert resp.usage.completion_tokens == len("Paris.") // 4 + 1
+    assert resp.usage.total_tokens == prompt + resp.usage.completion_tokens
+    assert resp.usage.prompt_tokens_details.cached_tokens == 2
+    (req,) = srv.requests
+    assert req.protocol == "openai" and req.path == "/v1/chat/completions"
+    assert req.body["messages"] == USER and req.headers["authorization"] == "Bearer sk-test"
+    assert req.status == 200 and srv.pending == 0
+
+
+def test_anthropic_plain_reply(srv):
+    srv.enqueue(Reply(text="Paris.", usage={"input_tokens": 50, "output_tokens": 7}, cached_tokens=30))
+    raw = ant(srv).messages.with_raw_response.create(model="claude-test", max_tokens=100, messages=USER)
+    assert raw.headers["request-id"].startswith("req_")
+    msg = raw.parse()
+    assert msg.content[0].type == "text" and msg.content[0].text == "Paris."
+    assert msg.stop_reason == "end_turn" and msg.model == "claude-test"
+    # Anthropic's input_tokens excludes cache reads; OpenAI's prompt_tokens would be 50.
+    assert (msg.usage.input_tokens, msg.usage.cache_read_input_tokens, msg.usage.output_tokens) == (20, 30, 7)
+    assert msg.usage.cache_creation_input_tokens == 0
+    (req,) = srv.requests
+    assert req.protocol == "anthropic" and req.path == "/v1/messages" and "anthropic-version" in req.headers
+    # this SDK version sends the key as a bearer token; older ones used x-api-key
+    assert "sk-ant-test" in (req.headers.get("x-api-key", "") + req.headers.get("authorization", ""))
+
+
+def test_default_echo_and_hook(srv):
+    assert (
+        oai(srv).chat.completions.create(model="m", messages=USER).choices[0].message.content
+        == "echo: What is the capital of France?"
+    )
+    srv.default = lambda req: Fault(status=503) if req.protocol == "anthropic" else None
+    with pytest.raises(anthropic.ServiceUnavailableError):
+        ant(srv).messages.create(model="m", max_tokens=10, messages=USER)
+    assert oai(srv).chat.completions.create(model="m", messages=USER).choices[0].message.content.startswith("echo")
+
+
+def test_max_tokens_stop_reason_translation(srv):
+    srv.enqueue(Reply(text="trunc", stop_reason="max_tokens"), Reply(text="trunc", stop_reason="max_tokens"))
+    assert oai(srv).chat.completions.create(model="m", messages=USER).choices[0].finish_reason == "length"
+    assert ant(srv).messages.create(model="m", max_tokens=1, messages=USER).stop_reason == "max_tokens"
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+def test_openai_streaming_chunks_and_usage(srv):
+    srv.enqueue(Reply(text="The capital is Paris.", cached_tokens=1))
+
+    async def run():
+        client = openai.AsyncOpenAI(base_url=srv.openai_base_url, api_key="sk-test", max_retries=0)
+        stream = await client.chat.completions.create(
+            model="gpt-test", messages=USER, stream=True, stream_options={"include_usage": True}
+        )
+        return [chunk async for chunk in stream]
+
+    chunks = asyncio.run(run())
+    pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert len(pieces) >= 5 and "".join(pieces) == "The capital is Paris."
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == len("The capital is Paris.") // 4 + 1
+    assert chunks[-1].usage.prompt_tokens_details.cached_tokens == 1
+    assert all(c.usage is None for c in chunks[:-1]) and all(c.model == "gpt-test" for c in chunks)
+
+
+def test_anthropic_streaming_text(srv):
+    srv.enqueue(Reply(text="The capital is Paris."))
+    with ant(srv).messages.stream(model="claude-test", max_tokens=100, messages=USER) as stream:
+        pieces = list(stream.text_stream)
+        final = stream.get_final_message()
+    assert len(pieces) >= 5 and "".join(pieces) == "The capital is Paris."
+    assert final.content[0].text == "The capital is Paris." and final.stop_reason == "end_turn"
+    assert final.usage.output_tokens == len("The capital is Paris.") // 4 + 1
+    assert final.usage.input_tokens == len(USER[0]["content"]) // 4 + 1
+
+
+def test_openai_tool_call_streaming_helper(srv):
+    srv.enqueue(
+        Reply(
+            tool_calls=[
+                ToolCallSpec("weather", {"city": "New York City"}),
+                ToolCallSpec("weather", {"city": "Paris"}, id="call_fixed"),
+            ]
+        )
+    )
+    with oai(srv).chat.completions.stream(model="m", messages=USER, tools=[WEATHER_TOOL]) as stream:
+        deltas = [e for e in stream if e.type == "tool_calls.function.arguments.delta"]
+        final = stream.get_final_completion()
+    assert len(deltas) > 4  # arguments really arrived as fragments
+    choice = final.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content is None
+    calls = choice.message.tool_calls
+    assert [c.function.name for c in calls] == ["weather", "weather"]
+    assert calls[0].id.startswith("call_") and calls[1].id == "call_fixed"
+    assert json.loads(calls[0].function.arguments) == {"city": "New York City"}
+    assert calls[1].function.parsed_arguments == {"city": "Paris"}
+
+
+def test_anthropic_tool_call_streaming_helper(srv):
+    srv.enqueue(Reply(text="Checking.", tool_calls=[ToolCallSpec("weather", {"city": "New York City"})]))
+    with ant(srv).messages.stream(model="m", max_tokens=100, messages=USER, tools=[ANTHROPIC_WEATHER_TOOL]) as s:
+        json_deltas = [e for e in s if e.type == "content_block_delta" and e.delta.type == "input_json_delta"]
+        final = s.get_final_message()
+    assert len(json_deltas) > 3
+    assert final.stop_reason == "tool_use"
+    text, tool = final.content
+    assert text.text == "Checking."
+    assert tool.type == "tool_use" and tool.name == "weather" and tool.id.startswith("toolu_")
+    assert tool.input == {"city": "New York City"}
+
+
+# --------------------------------------------------------------------------- faults
+
+
+def test_rate_limit_with_retry_after(srv):
+    srv.enqueue(Fault(status=429, retry_after=1), Fault(status=429, retry_after=2.5))
+    with pytest.raises(openai.RateLimitError) as oerr:
+        oai(srv).chat.completions.create(model="m", messages=USER)
+    assert oerr.value.response.headers["retry-after"] == "1"
+    assert oerr.value.code == "rate_limit_exceeded" and oerr.value.request_id.startswith("req_")
+    with pytest.raises(anthropic.RateLimitError) as aerr:
+        ant(srv).messages.create(model="m", max_tokens=10, messages=USER)
+    assert aerr.value.response.headers["retry-after"] == "2.5"
+    assert aerr.value.type == "rate_limit_error" and aerr.value.request_id.startswith("req_")
+
+
+def test_sdk_retries_after_500(srv):
+    srv.enqueue(Fault(status=500), Reply(text="ok"))
+    client = openai.OpenAI(base_url=srv.openai_base_url, api_key="sk-test", max_retries=1)
+    assert client.chat.completions.create(model="m", messages=USER).choices[0].message.content == "ok"
+    assert [r.status for r in srv.requests] == [500, 200]
+
+
+def test_drop_mid_stream_raises(srv):
+    srv.enqueue(Reply(text="a long streamed answer", drop_after_chunks=3))
+    got = []
+    with pytest.raises(openai.APIConnectionError):
+        for chunk in oai(srv).chat.completions.create(model="m", messages=USER, stream=True):
+            got.append(chunk)
+    assert len(got) == 3
+    srv.enqueue(Reply(text="a long streamed answer", drop_after_chunks=3))
+    # The anthropic SDK does not wrap transport errors raised while iterating a stream.
+    with pytest.raises((anthropic.APIConnectionError, httpx2.HTTPError)):
+        for _ in ant(srv).messages.create(model="m", max_tokens=10, messages=USER, stream=True):
+            pass
+
+
+def test_anthropic_error_event_mid_stream(srv):
+    srv.enqueue(Reply(text="a long streamed answer", anthropic_error_after_chunks=2))
+    events = []
+    with pytest.raises(anthropic.APIStatusError) as err:
+        for event in ant(srv).messages.create(model="m", max_tokens=10, messages=USER, stream=True):
+            events.append(event.type)
+    assert events == ["message_start", "content_block_start"]
+    assert err.value.type == "overloaded_error"
+    # the connection is still healthy afterwards
+    assert ant(srv).messages.create(model="m", max_tokens=10, messages=USER).content[0].text.startswith("echo")
+
+
+def test_hang_times_out_and_close_is_fast():
+    srv = LLMServer()
+    srv.enqueue(Fault(hang=True))
+    with pytest.raises(openai.APITimeoutError):
+        oai(srv, timeout=0.3).chat.completions.create(model="m", messages=USER)
+    deadline = time.monotonic() + 2
+    while srv.in_flight and time.monotonic() < deadline:  # the handler notices the client left
+        time.sleep(0.01)
+    assert srv.in_flight == 0
+    srv.enqueue(Fault(hang=True))
+    errors = []
+
+    def call():
+        try:
+            oai(srv, timeout=30).chat.completions.create(model="m", messages=USER)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    assert srv.wait_for_requests(2)
+    assert srv.in_flight == 1
+    start = time.monotonic()
+    srv.close()
+    thread.join(5)
+    assert time.monotonic() - start < 1.0
+    assert len(errors) == 1 and isinstance(errors[0], openai.APIConnectionError)
+
+
+# --------------------------------------------------------------------------- strict mode
+
+
+def test_strict_openai_rejects_orphan_tool_result(srv):
+    srv.strict = True
+    srv.enqueue(Reply(text="not consumed"))
+    bad = USER + [{"role": "tool", "tool_call_id": "call_nope", "content": "22C"}]
+    with pytest.raises(openai.BadRequestError) as err:
+        oai(srv).chat.completions.create(model="m", messages=bad)
+    assert "tool" in err.value.message and err.value.body["type"] == "invalid_request_error"
+    assert srv.pending == 1  # rejected requests do not consume the script
+    unanswered = USER + [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}],
+        },
+        {"role": "user", "content": "well?"},
+    ]
+    with pytest.raises(openai.BadRequestError, match="call_1"):
+        oai(srv).chat.completions.create(model="m", messages=unanswered)
+    with pytest.raises(openai.BadRequestError, match="too short"):
+        oai(srv).chat.completions.create(model="m", messages=[{"role": "user", "content": ""}])
+
+
+def test_strict_anthropic_rejections(srv):
+    srv.strict = True
+    client = ant(srv)
+    cases = {
+        "unexpected `tool_use_id`": USER
+        + [
+            {"role": "assistant", "content": "hi"},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_nope", "content": "22C"}]},
+        ],
+        "without `tool_result`": USER
+        + [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}]},
+            {"role": "user", "content": "well?"},
+        ],
+        "alternate": USER + USER,
+        "first message": [{"role": "assistant", "content": "hi"}],
+        "non-empty": [{"role": "user", "content": ""}],
+        "Unexpected role": [{"role": "system", "content": "be nice"}] + USER,
+    }
+    for needle, messages in cases.items():
+        with pytest.raises(anthropic.BadRequestError) as err:
+            client.messages.create(model="m", max_tokens=10, messages=messages)
+        assert needle in err.value.message and err.value.type == "invalid_request_error"
+    status, body = post(srv, "/v1/messages", {"model": "m", "messages": USER})
+    assert status == 400 and body["type"] == "error" and body["error"]["message"] == "max_tokens: Field required"
+    status, body = post(srv, "/v1/chat/completions", {"messages": USER})
+    assert status == 400 and "model" in body["error"]["message"]
+
+
+def test_strict_accepts_valid_tool_round_trips(srv):
+    srv.strict = True
+    # An agent-style hook: call a tool unless the last message is a tool result.
+    srv.default = lambda req: (
+        Reply(text="It is 22C.")
+        if req.last_message_is_tool_result
+        else Reply(tool_calls=[ToolCallSpec("weather", {"city": "NYC"})])
+    )
+    client = oai(srv)
+    first = client.chat.completions.create(model="m", messages=USER, tools=[WEATHER_TOOL]).choices[0].message
+    call = first.tool_calls[0]
+    messages = USER + [first.model_dump(exclude_none=True), {"role": "tool", "tool_call_id": call.id, "content": "22C"}]
+    assert client.chat.completions.create(model="m", messages=messages).choices[0].message.content == "It is 22C."
+
+    aclient = ant(srv)
+    msg = aclient.messages.create(model="m", max_tokens=50, messages=USER, tools=[ANTHROPIC_WEATHER_TOOL])
+    tool_use = msg.content[-1]
+    messages = USER + [
+        {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in msg.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_use.id, "content": "22C"}]},
+    ]
+    assert aclient.messages.create(model="m", max_tokens=50, messages=messages).content[0].text == "It is 22C."
+    assert [r.status for r in srv.requests] == [200, 200, 200, 200]
+
+
+# --------------------------------------------------------------------------- concurrency and bookkeeping
+
+
+def test_max_in_flight_under_concurrency():
+    with LLMServer(latency=0.2) as srv:
+
+        async def run():
+            client = openai.AsyncOpenAI(base_url=srv.openai_base_url, api_key="sk-test", max_retries=0)
+            return await asyncio.gather(
+                *(
+                    client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"q{i}"}])
+                    for i in range(8)
+                )
+            )
+
+        results = asyncio.run(run())
+        assert sorted(r.choices[0].message.content for r in results) == [f"echo: q{i}" for i in range(8)]
+        assert srv.max_in_flight == 8 and srv.in_flight == 0
+
+
+def test_keep_alive_connection_reuse_and_reset(srv):
+    client = oai(srv)
+    for _ in range(5):
+        client.chat.completions.create(model="m", messages=USER)
+    assert len({r.client for r in srv.requests}) == 1  # one pooled connection served all requests
+    srv.enqueue(Reply(text="left over"))
+    srv.reset()
+    assert srv.requests == [] and srv.pending == 0 and srv.request_count == 0
+
+
+def test_chunk_delay_streams_incrementally():
+    with LLMServer(chunk_size=2, chunk_delay=0.05) as srv:
+        srv.enqueue(Reply(text="abcdefgh"))
+        arrivals = []
+        for _ in oai(srv).chat.completions.create(model="m", messages=USER, stream=True):
+            arrivals.append(time.monotonic())
+        assert arrivals[-1] - arrivals[0] >= 0.15

@@ -1,0 +1,59 @@
+"""The command line: streaming answer, JSON output, exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from aiforge.cli import main
+
+
+def run(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    return main(list(argv), out=out), out.getvalue()
+
+
+def test_chat_prints_the_answer_and_exits_zero() -> None:
+    code, out = run("chat", "--provider", "scripted", "What is the capital of France?")
+    assert code == 0
+    assert out == "You said: What is the capital of France?\n"
+
+
+def test_json_output_is_the_chat_response() -> None:
+    code, out = run("chat", "--provider", "scripted", "--json", "hi")
+    data = json.loads(out)
+    assert code == 0
+    assert data["message"] == "You said: hi"
+    assert len(data["conversation_id"]) == 16 and data["memory_mode"] == "buffer"
+
+
+def test_unknown_provider_exits_one_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = run("chat", "--provider", "nope", "hi")
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.count("\n") == 1 and "unknown provider 'nope'" in err and "Traceback" not in err
+
+
+def test_usage_error_exits_two() -> None:
+    assert run("chat", "--memory", "forever", "hi")[0] == 2
+    assert run("chat", "--provider", "scripted", "   ")[0] == 2
+    assert run("chat", "--provider", "scripted", "--memory-k", "0", "hi")[0] == 2
+
+
+def test_interactive_session_keeps_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("first\nsecond\n/exit\n"))
+    code, out = run("chat", "--provider", "scripted")
+    assert code == 0
+    assert "You said: first" in out and "You said: second" in out
+
+
+def test_python_dash_m_entry_point() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "aiforge", "chat", "--provider", "scripted", "ping"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (0, "You said: ping\n")
