@@ -17,6 +17,7 @@ _LAZY: dict[str, str] = {
     "ChatPanel": "aiforge.modules.chat.widget",
     "AIForgeSettings": "aiforge.core.settings",
     "load_settings": "aiforge.core.settings",
+    "setup_logging": "aiforge.core.logs",
     "BatchResult": "aiforge.core.module",
     "BaseModule": "aiforge.core.module",
     "CostTracker": "aiforge.core.costs",
@@ -34,6 +35,7 @@ __all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension", "__vers
 
 if TYPE_CHECKING:
     from aiforge.core.costs import CostTracker
+    from aiforge.core.logs import setup_logging
     from aiforge.core.module import BaseModule, BatchResult
     from aiforge.core.settings import AIForgeSettings, load_settings
     from aiforge.core.types import (

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from aiforge.core.logs import register_secret
 from aiforge.core.types import ConfigError
 
 CONFIG_FILE_NAME = "aiforge.yaml"
@@ -245,7 +246,7 @@ def load_settings(**overrides: Any) -> AIForgeSettings:
             if name == "chat" and not isinstance(value, dict | None):
                 raise ConfigError(f"{yaml_config.path}:{yaml_config.lines.get(name)}: 'chat' must be a mapping")
     try:
-        return AIForgeSettings(**overrides)
+        settings = AIForgeSettings(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = first.get("loc") or ("settings",)
@@ -258,3 +259,6 @@ def load_settings(**overrides: Any) -> AIForgeSettings:
         where = _where(field, overrides, yaml_config)
         # Never echo the rejected value: it may be a key.
         raise ConfigError(f"invalid value for {detail} ({where}): {first.get('msg')}") from None
+    for secret in settings.secrets():
+        register_secret(secret)
+    return settings
