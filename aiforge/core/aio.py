@@ -73,20 +73,38 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
                 except BaseException:  # noqa: BLE001 - the interrupt is what the caller gets
                     pass
             raise
-    future = asyncio.run_coroutine_threadsafe(coro, background_loop())
-    return _wait(future)
+    return _run_on_background(coro)
 
 
-def _wait(future: concurrent.futures.Future[T]) -> T:
-    try:
-        return future.result()
-    except KeyboardInterrupt:
-        future.cancel()
+_CLEANUP_WAIT = 10.0
+
+
+def _run_on_background(coro: Coroutine[Any, Any, T]) -> T:
+    finished = threading.Event()
+
+    async def guarded() -> tuple[bool, Any]:
+        # KeyboardInterrupt or SystemExit escaping a task would stop the background loop for
+        # good: carry them back to the waiting thread instead.
         try:
-            future.result(timeout=10)
-        except BaseException:  # noqa: BLE001 - the interrupt is what the caller gets
-            pass
+            return True, await coro
+        except (KeyboardInterrupt, SystemExit) as exc:
+            return False, exc
+        finally:
+            finished.set()
+
+    future: concurrent.futures.Future[tuple[bool, Any]] = asyncio.run_coroutine_threadsafe(
+        guarded(), background_loop()
+    )
+    try:
+        ok, value = future.result()
+    except KeyboardInterrupt:
+        # Cancel, then wait until the coroutine's own cleanup (history rollback) has run.
+        future.cancel()
+        finished.wait(_CLEANUP_WAIT)
         raise
+    if not ok:
+        raise value
+    return value
 
 
 def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:

@@ -88,10 +88,25 @@ class BatchResult:
             f"total_cost={self.total_cost:.6f}, total_tokens={self.total_tokens})"
         )
 
-    def _repr_markdown_(self) -> str:
+    def _summary(self) -> str:
         return (
-            f"**Batch** · {len(self.results)}/{len(self.inputs)} ok · {len(self.failed)} failed · "
+            f"{len(self.results)}/{len(self.inputs)} ok · {len(self.failed)} failed · "
             f"{self.total_tokens} tokens · ${self.total_cost:.5f} · {self.wall_time_s:.1f} s"
+        )
+
+    def _repr_markdown_(self) -> str:
+        return f"**Batch** · {self._summary()}"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        failures = "".join(
+            f"<li>#{f.index}: {html.escape(type(f.error).__name__)}: {html.escape(str(f.error)[:200])}</li>"
+            for f in self.failed[:10]
+        )
+        more = f"<li>… {len(self.failed) - 10} more</li>" if len(self.failed) > 10 else ""
+        return f"<div><b>Batch</b> · {html.escape(self._summary())}" + (
+            f"<ul>{failures}{more}</ul></div>" if failures else "</div>"
         )
 
 

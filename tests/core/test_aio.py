@@ -89,3 +89,36 @@ def test_iterate_sync_closed_early_closes_the_async_generator() -> None:
         if item == 1:
             break
     assert closed == [True]
+
+
+def test_interrupt_on_the_background_path_waits_for_cleanup() -> None:
+    import signal
+
+    state: dict[str, bool] = {}
+
+    async def work() -> None:
+        try:
+            threading.Timer(0.1, lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)).start()
+            await asyncio.sleep(10)
+        finally:
+            await asyncio.sleep(0.3)
+            state["cleaned"] = True
+
+    async def cell() -> None:
+        with pytest.raises(KeyboardInterrupt):
+            run_sync(work())
+        assert state.get("cleaned") is True
+
+    asyncio.new_event_loop().run_until_complete(cell())
+
+
+def test_system_exit_inside_a_coroutine_does_not_kill_the_background_loop() -> None:
+    async def boom() -> None:
+        raise SystemExit(3)
+
+    async def cell() -> int:
+        with pytest.raises(SystemExit):
+            run_sync(boom())
+        return run_sync(answer(5))
+
+    assert asyncio.run(cell()) == 5

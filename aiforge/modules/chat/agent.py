@@ -72,6 +72,26 @@ def _stringify(value: Any) -> str:
         return str(value)
 
 
+def required_arguments(spec: ToolSpec) -> frozenset[str]:
+    """Names the tool's schema marks as required."""
+    required = spec["parameters"].get("required") or ()
+    return frozenset(r for r in required if isinstance(r, str))
+
+
+def describe_tool_error(exc: Exception) -> str:
+    """The text a model gets back when a tool call fails: short, and saying what to fix."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors) and type(exc).__name__ == "ValidationError":  # pydantic, without importing it here
+        try:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e.get('loc', ()))) or 'arguments'}: {e.get('msg', '')}" for e in errors()
+            )
+        except Exception:  # noqa: BLE001 - fall back to the exception text
+            problems = str(exc)
+        return f"Error: invalid arguments: {problems}"
+    return f"Error: {type(exc).__name__}: {exc}"
+
+
 async def run_tool(tool: Any, arguments: dict[str, Any]) -> str:
     """Invoke one tool, never blocking the event loop on a sync tool."""
     ainvoke = getattr(tool, "ainvoke", None)
@@ -140,6 +160,7 @@ class Turn:
     params: CallParams
     tools: dict[str, Any]
     specs: list[ToolSpec] | None
+    required: dict[str, frozenset[str]]
     native_tools: bool
     cost_tracker: CostTracker
     conversation_id: str
@@ -149,11 +170,15 @@ class Turn:
     cost: float = 0.0
     priced: bool = True
     usage: Usage = field(default_factory=Usage)
-    emitted: list[str] = field(default_factory=list)
+    streamed_text: bool = False
+    """Some text of this turn has reached the stream."""
+    step_streamed_text: bool = False
+    """Some text of the current model step has reached the stream."""
 
     async def call_model(self, messages: list[Message], node: str) -> tuple[Completion, dict[str, Any]]:
         """One model call (streamed when a sink is set), costed and traced."""
         started = time.perf_counter()
+        self.step_streamed_text = False
         specs = self.specs if self.native_tools else None
         wire = messages if self.native_tools or not self.specs else to_prompted_messages(messages)
         if self.emit is None:
@@ -182,31 +207,36 @@ class Turn:
                 head = "".join(held).lstrip()
                 if head and not head.startswith(("{", "[", "`")):
                     hold = False
-                    self._emit("".join(held))
+                    self.emit_text("".join(held))
                     held.clear()
             else:
-                self._emit(event)
+                self.emit_text(event)
         if completion is None:
             raise RuntimeError(f"provider {self.provider_name!r} ended a stream without a Completion")
         if held and not parse_prompted_tool_calls(completion.text):
-            self._emit("".join(held))
+            self.emit_text("".join(held))
         return completion
 
-    def _emit(self, text: str) -> None:
-        if text:
-            self.emitted.append(text)
-            assert self.emit is not None
-            self.emit(text)
+    def emit_text(self, text: str, *, new_step: bool = False) -> None:
+        """Send text to the stream; a later step's text is set apart from an earlier step's."""
+        if not text or self.emit is None:
+            return
+        if new_step:
+            self.step_streamed_text = False
+        if self.streamed_text and not self.step_streamed_text:
+            # e.g. "Let me check." before a tool call, then the answer after it.
+            text = "\n\n" + text
+        self.streamed_text = self.step_streamed_text = True
+        self.emit(text)
 
     def account(self, completion: Completion, *, kind: str, node: str, started: float) -> dict[str, Any]:
         """Record a model call's cost and return its trace record."""
         model = completion.model or self.params.model
         usage = completion.usage
-        # Free providers (local model, fakes) are priced at zero rather than "unknown".
-        overrides = {model: _FREE} if self.provider.free else self.price_overrides
         entry = self.cost_tracker.record(
             usage, model, provider=self.provider_name, kind=kind, trace_id=self.trace_id,
-            conversation_id=self.conversation_id, price_overrides=overrides,
+            conversation_id=self.conversation_id, price_overrides=self.price_overrides,
+            free=self.provider.free,  # local models and fakes cost zero rather than "unknown"
         )
         cost, priced = entry.cost, entry.priced
         self.cost += cost
@@ -234,21 +264,21 @@ class Turn:
                 f"Error: the arguments for {name!r} were not a JSON object: "
                 f"{call['invalid_arguments'][:200]}"
             )
+        elif missing := sorted(self.required.get(name, frozenset()) - call["arguments"].keys()):
+            # Checked here too, so a tool that does not validate its own input is never run without them.
+            output = f"Error: invalid arguments for {name!r}: missing required argument(s) {', '.join(missing)}."
         else:
             try:
                 output = await run_tool(tool, call["arguments"])
                 error = False
             except Exception as exc:  # noqa: BLE001 - a tool's failure is reported to the model
-                output = f"Error: {type(exc).__name__}: {exc}"
+                output = describe_tool_error(exc)
         record = {
             "step": "tool", "node": "execute_tool", "name": name, "id": call["id"],
             "input": call["arguments"], "output": output, "error": output if error else None,
             "latency_ms": (time.perf_counter() - started) * 1000.0,
         }
         return output, error, record
-
-
-_FREE = {"input": 0.0, "output": 0.0, "cached_input": 0.0, "cache_write": 0.0}
 
 
 def _turn(config: RunnableConfig) -> Turn:
@@ -283,8 +313,7 @@ async def _model_step(state: ChatAgentState, config: RunnableConfig, node: str) 
             })
         messages.append({"role": "assistant", "content": TOOL_LIMIT_MESSAGE.format(limit=limit)})
         record["stopped_by_limit"] = True
-        if turn.emit is not None:
-            turn._emit(TOOL_LIMIT_MESSAGE.format(limit=limit))
+        turn.emit_text(TOOL_LIMIT_MESSAGE.format(limit=limit), new_step=True)
         pending = []
     return {
         "messages": messages,
@@ -319,7 +348,9 @@ async def execute_tool(state: ChatAgentState, config: RunnableConfig) -> dict[st
     trace = []
     for call, (output, error, record) in zip(calls, outcomes, strict=True):
         messages.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": output})
-        results.append({"id": call["id"], "tool": call["name"], "input": call["arguments"], "output": output, "error": error})
+        results.append(
+            {"id": call["id"], "tool": call["name"], "input": call["arguments"], "output": output, "error": error}
+        )
         trace.append(record)
     return {
         "messages": messages,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.core.aio import run_sync
 from aiforge.core.module import BaseModule
 from aiforge.core.types import CallParams, ConfigError, Message
-from aiforge.modules.chat.agent import ChatAgentState, Turn, build_chat_graph, tool_spec
+from aiforge.modules.chat.agent import ChatAgentState, Turn, build_chat_graph, required_arguments, tool_spec
 from aiforge.modules.chat.memory import (
     MEMORY_MODES,
     SUMMARY_MAX_WORDS,
@@ -62,7 +62,9 @@ def _check_tools(tools: Any) -> list[Any]:
     for i, tool in enumerate(tools):
         missing = [a for a in ("name", "description", "invoke") if not hasattr(tool, a)]
         if missing:
-            raise ValueError(f"tools[{i}] ({tool!r}) lacks {', '.join(missing)}: tools need .name, .description and .invoke()")
+            raise ValueError(
+                f"tools[{i}] ({tool!r}) lacks {', '.join(missing)}: tools need .name, .description and .invoke()"
+            )
         if tool.name in names:
             raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
         names.add(tool.name)
@@ -106,11 +108,15 @@ class ChatAgent(BaseModule):
         self.native_tools = self.provider.supports_native_tools if native_tools is None else bool(native_tools)
         self._tool_map = {t.name: t for t in self.tools}
         self._specs = [tool_spec(t) for t in self.tools] or None
+        self._required = {spec["name"]: required_arguments(spec) for spec in self._specs or ()}
         self._base_prompt = system_prompt or self.settings.chat.system_prompt or DEFAULT_SYSTEM_PROMPT
         self._params = CallParams(
             model=self.model, temperature=self.settings.TEMPERATURE, max_tokens=self.settings.MAX_TOKENS
         )
         self._graph = build_chat_graph()
+        # route, then execute_tool + process_result per round: never let LangGraph's own step
+        # limit (configurable by environment) end a turn before max_tool_iterations does.
+        self._steps = 2 * self.max_tool_iterations + 3
         self._conversation = Conversation()
         self.last_response: ChatResponse | None = None
         """The response of the most recent turn, streamed turns included."""
@@ -161,6 +167,8 @@ class ChatAgent(BaseModule):
     async def chat_stream(self, message: str, *, system_prompt: str | None = None) -> AsyncGenerator[str, None]:
         """Yield the reply's text chunks as the provider sends them.
 
+        Text the model writes before calling tools is streamed too, set apart from the next
+        step's text by a blank line; ``ChatResponse.message`` is the final answer alone.
         The turn is recorded like ``chat()`` when the stream ends; closing the generator early
         lets the turn finish and records it; cancelling the consuming task cancels the turn
         and leaves the history as it was. ``last_response`` holds the turn's ``ChatResponse``.
@@ -205,7 +213,7 @@ class ChatAgent(BaseModule):
 
     async def _arun_batch_item(self, text: str) -> ChatResponse:
         # Each batch item is a fresh conversation: no memory shared between items.
-        return await self._turn(Conversation(), text, None, emit=None)
+        return await self._turn(Conversation(), text, None, emit=None, remember=False)
 
     def reset(self) -> None:
         """Clear the conversation (the system prompt stays) and start a new conversation id."""
@@ -215,17 +223,14 @@ class ChatAgent(BaseModule):
         """The conversation as rows: system prompt, summary, then each message."""
         import pandas as pd
 
-        rows: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt, "tool_calls": None, "tool_call_id": None}]
-        if self._conversation.summary:
-            rows.append({"role": "system", "content": SUMMARY_PREFIX + self._conversation.summary, "tool_calls": None, "tool_call_id": None})
-        for m in self._conversation.history:
+        conversation = self._conversation
+        rows: list[tuple[Any, ...]] = [("system", self.system_prompt, None, None)]
+        if conversation.summary:
+            rows.append(("system", SUMMARY_PREFIX + conversation.summary, None, None))
+        for m in conversation.history:
             calls = m.get("tool_calls")
-            rows.append({
-                "role": m["role"],
-                "content": m["content"],
-                "tool_calls": [f"{c['name']}({c['arguments']})" for c in calls] if calls else None,
-                "tool_call_id": m.get("tool_call_id"),
-            })
+            described = [f"{c['name']}({c['arguments']})" for c in calls] if calls else None
+            rows.append((m["role"], m["content"], described, m.get("tool_call_id")))
         return pd.DataFrame(rows, columns=["role", "content", "tool_calls", "tool_call_id"])
 
     # -- the turn ----------------------------------------------------------------------
@@ -237,6 +242,7 @@ class ChatAgent(BaseModule):
             params=self._params,
             tools=self._tool_map,
             specs=self._specs,
+            required=self._required,
             native_tools=self.native_tools,
             cost_tracker=self.cost_tracker,
             conversation_id=conversation.id,
@@ -257,7 +263,13 @@ class ChatAgent(BaseModule):
         return head + conversation.history
 
     async def _turn(
-        self, conversation: Conversation, message: str, system_prompt: str | None, emit: Any
+        self,
+        conversation: Conversation,
+        message: str,
+        system_prompt: str | None,
+        emit: Any,
+        *,
+        remember: bool = True,
     ) -> ChatResponse:
         _check_message(message)
         started = time.perf_counter()
@@ -279,10 +291,11 @@ class ChatAgent(BaseModule):
             }
             # Nothing is stored until the graph has finished: an error or a cancellation
             # leaves the conversation exactly as it was before the turn.
-            final = await self._graph.ainvoke(state, {"configurable": {"turn": turn}})
+            config = {"configurable": {"turn": turn}, "recursion_limit": self._steps}
+            final = await self._graph.ainvoke(state, config)
             produced: list[Message] = final["messages"][len(context) + 1 :]
             trace = list(final["trace"])
-            if self.memory_mode != "none":
+            if remember and self.memory_mode != "none":
                 history = [*conversation.history, user, *produced]
                 history = await self._apply_memory(conversation, history, turn, trace)
                 conversation.history = history

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,6 +21,14 @@ TRACE_COLUMNS = [
 def _short(value: Any, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _code_span(text: str) -> str:
+    """``text`` as a Markdown code span that no backtick inside it can close early."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 class ToolCallRecord(BaseModel):
@@ -47,7 +56,15 @@ class ToolCallRecord(BaseModel):
     __str__ = __repr__
 
     def _repr_markdown_(self) -> str:
-        return f"`{self.tool}` `{_short(self.input)}` → {_short(self.output or '')}"
+        from aiforge.core.render import escape_markdown
+
+        return f"{_code_span(self.tool)} {_code_span(_short(self.input))} → {escape_markdown(_short(self.output or ''))}"
+
+    def _repr_html_(self) -> str:
+        return (
+            f"<code>{html.escape(self.tool)}</code> <code>{html.escape(_short(self.input))}</code>"
+            f" → {html.escape(_short(self.output or ''))}"
+        )
 
 
 class ChatResponse(BaseModel):
@@ -109,14 +126,14 @@ class ChatResponse(BaseModel):
     __str__ = __repr__
 
     def _repr_markdown_(self) -> str:
+        from aiforge.core.render import safe_markdown
+
         tools = "".join(f"\n- {tc._repr_markdown_()}" for tc in self.tool_calls)
-        return f"{self.message}\n{tools}\n\n<sub>{html.escape(self._footer())}</sub>"
+        return f"{safe_markdown(self.message)}\n{tools}\n\n<sub>{html.escape(self._footer())}</sub>"
 
     def _repr_html_(self) -> str:
         tools = "".join(
-            f"<li><code>{html.escape(tc.tool)}</code> <code>{html.escape(_short(tc.input))}</code>"
-            f" → {html.escape(_short(tc.output or ''))}</li>"
-            for tc in self.tool_calls
+            f"<li>{tc._repr_html_()}</li>" for tc in self.tool_calls
         )
         return (
             f"<div class='aiforge-response'><div style='white-space:pre-wrap'>{html.escape(self.message)}</div>"

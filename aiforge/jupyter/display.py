@@ -1,0 +1,163 @@
+"""Showing model text in notebooks: throttled in-place streaming and safe Markdown.
+
+Model text is untrusted: JupyterLab runs ``<script>`` tags and inline event handlers in the
+HTML and Markdown outputs of the current session (they are "trusted"), and an ipywidgets
+``HTML`` value is set as ``innerHTML``. So text from a model never reaches a front end as
+markup: ``safe_markdown`` neutralises raw HTML for Markdown outputs, and ``markdown_to_html``
+escapes everything before rendering a small Markdown subset for widgets.
+
+Only the standard library is imported here; IPython is imported when something is shown.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any
+
+from aiforge.core.render import (  # noqa: F401 - re-exported for the notebook layer
+    CURSOR,
+    UPDATE_INTERVAL,
+    Throttle,
+    _split_fences,
+    describe_error,
+    escape_markdown,
+    markdown_to_html,
+    safe_markdown,
+)
+
+# ---------------------------------------------------------------------------
+# Streaming output of a cell
+# ---------------------------------------------------------------------------
+
+
+def _updates_in_place() -> bool:
+    """False when outputs cannot be replaced (terminal IPython prints every publication)."""
+    from IPython import get_ipython
+    from IPython.core.displaypub import DisplayPublisher
+
+    shell = get_ipython()
+    return shell is not None and type(shell.display_pub) is not DisplayPublisher
+
+
+class StreamingDisplay:
+    """A growing text shown in one cell output, updated in place and throttled.
+
+    ``append`` adds a chunk and refreshes the output at most every ``interval`` seconds;
+    ``close`` always shows the final bundle. In terminal IPython, where an output cannot be
+    replaced, chunks are written to stdout as they come and ``close`` prints ``footer``.
+    """
+
+    def __init__(self, *, markdown: bool = True, interval: float = UPDATE_INTERVAL) -> None:
+        self.text = ""
+        self.updates = 0
+        """In-place updates made so far, the final one included."""
+        self.markdown = markdown
+        self._throttle = Throttle(interval)
+        self._handle: Any = None
+        self._inline = _updates_in_place()
+
+    def open(self) -> None:
+        """Show the (empty) output, so the cell shows activity before the first token."""
+        if not self._inline:
+            return
+        from IPython.display import display
+
+        self._throttle.ready()
+        self._handle = display({"text/plain": "…"}, raw=True, display_id=True)
+
+    def append(self, chunk: str) -> None:
+        self.text += chunk
+        if not self._inline:
+            sys.stdout.write(chunk)
+            sys.stdout.flush()
+        elif self._throttle.ready():
+            self._update(partial_bundle(self.text + CURSOR, markdown=self.markdown))
+
+    def close(self, bundle: dict[str, Any], footer: str = "") -> None:
+        """Replace the streamed text with ``bundle`` (terminal: end the line, print ``footer``)."""
+        if not self._inline:
+            print()
+            if footer:
+                print(footer)
+            return
+        self._update(bundle)
+
+    def _update(self, bundle: dict[str, Any]) -> None:
+        if self._handle is None:
+            from IPython.display import display
+
+            self._handle = display(bundle, raw=True, display_id=True)
+        else:
+            self._handle.update(bundle, raw=True)
+        self.updates += 1
+
+
+def partial_bundle(text: str, *, markdown: bool = True, note: str = "") -> dict[str, Any]:
+    """What a not-yet-final (or interrupted) answer looks like; ``note`` is appended in italics."""
+    plain = text + (f"\n\n[{note}]" if note else "")
+    bundle: dict[str, Any] = {"text/plain": plain}
+    if markdown:
+        bundle["text/markdown"] = safe_markdown(text) + (f"\n\n*\\[{escape_markdown(note)}\\]*" if note else "")
+    return bundle
+
+
+# ---------------------------------------------------------------------------
+# The final output of a turn
+# ---------------------------------------------------------------------------
+
+
+def footer_text(response: Any) -> str:
+    """``model · 12+30 tokens · $0.00010 · 850 ms · tools: calculator`` for a ``ChatResponse``."""
+    parts = [
+        response.model or response.provider or "?",
+        f"{response.input_tokens}+{response.output_tokens} tokens",
+        f"${response.cost:.5f}" + ("" if response.priced else " (unpriced)"),
+        f"{response.latency_ms:,.0f} ms",
+    ]
+    if response.tool_calls:
+        parts.append("tools: " + ", ".join(tc.tool for tc in response.tool_calls))
+    if response.stopped_by_limit:
+        parts.append("stopped at the tool-call limit")
+    return " · ".join(parts)
+
+
+def response_bundle(response: Any, fmt: str = "markdown") -> dict[str, Any]:
+    """The MIME bundle of a finished turn in ``fmt`` (markdown, text, code or json), footer included."""
+    message = response.message
+    footer = footer_text(response)
+    small = f"\n\n<sub>{escape_markdown(footer)}</sub>"
+    if fmt == "text":
+        return {"text/plain": f"{message}\n\n{footer}"}
+    if fmt == "code":
+        code, language = _code_of(message)
+        return {"text/markdown": _fence(code, language) + small, "text/plain": code}
+    if fmt == "json":
+        try:
+            value = json.loads(_code_of(message)[0])
+        except ValueError as exc:
+            note = f"\n\n*the reply is not valid JSON: {escape_markdown(str(exc))}*"
+            return {"text/markdown": safe_markdown(message) + note + small, "text/plain": f"{message}\n\n{footer}"}
+        pretty = json.dumps(value, indent=2, ensure_ascii=False)
+        bundle: dict[str, Any] = {"text/markdown": _fence(pretty, "json") + small, "text/plain": pretty}
+        return bundle
+    return {"text/markdown": safe_markdown(message) + small, "text/plain": f"{message}\n\n{footer}"}
+
+
+_WHOLE_FENCE = re.compile(r"\A\s*(`{3,}|~{3,})[ \t]*([\w+#.-]*)[^\n]*\n(.*?)\n[ \t]*\1[ \t]*\Z", re.S)
+
+
+def _code_of(text: str) -> tuple[str, str]:
+    """The code of a reply that is one fenced block (and its language), else the reply itself."""
+    match = _WHOLE_FENCE.match(text)
+    if match:
+        return match.group(3), match.group(2)
+    return text.strip("\n"), ""
+
+
+def _fence(code: str, language: str = "") -> str:
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{language}\n{code}\n{ticks}"
+

@@ -1,0 +1,388 @@
+"""IPython magics: ``%%chat``, ``%chat``, ``%chat_reset`` and ``%chat_history``.
+
+Load them with ``%load_ext aiforge``. Loading imports IPython's magic machinery only: the
+agent, its provider SDK, LangGraph, pandas and the display helpers are imported when a magic
+first runs.
+
+``{name}`` in a message is replaced by a variable of the notebook. Only names, attribute
+access and ``[0]``/``['key']`` indexing are substituted; nothing is evaluated (the magics
+also opt out of IPython's own ``{expression}`` expansion of the magic line, which would
+evaluate). ``{{`` and ``}}`` stand for literal braces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments
+
+FORMATS = ("markdown", "text", "code", "json")
+_MISSING = object()
+
+# ---------------------------------------------------------------------------
+# {name} interpolation: a reference grammar, never eval
+# ---------------------------------------------------------------------------
+
+_FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+_STEP = r"""\.[A-Za-z]\w*|\[\s*-?\d+\s*\]|\[\s*'[^'\\]*'\s*\]|\[\s*"[^"\\]*"\s*\]"""
+_REFERENCE = re.compile(rf"\s*([A-Za-z_]\w*)((?:{_STEP})*)\s*")
+_STEPS = re.compile(r"""\.([A-Za-z]\w*)|\[\s*(-?\d+)\s*\]|\[\s*'([^'\\]*)'\s*\]|\[\s*"([^"\\]*)"\s*\]""")
+_LITERAL_HINT = "write {{ and }} for literal braces"
+
+
+def resolve_reference(reference: str, namespace: Mapping[str, Any]) -> Any:
+    """The value of ``name``, ``name.attr``, ``name[0]`` or ``name['key']`` (chained) in ``namespace``.
+
+    Attributes starting with ``_`` are refused; anything else (calls, operators) is a
+    ``UsageError``: the text is parsed, never evaluated.
+    """
+    match = _REFERENCE.fullmatch(reference)
+    if match is None:
+        raise UsageError(
+            f"{{{reference}}} is not a variable reference: only names, attributes and [index] are "
+            f"substituted, nothing is evaluated. Assign the value to a variable first, or {_LITERAL_HINT}."
+        )
+    name = match.group(1)
+    value = namespace.get(name, _MISSING)
+    if value is _MISSING:
+        raise UsageError(f"{{{reference.strip()}}}: no variable named {name!r} in the notebook ({_LITERAL_HINT}).")
+    for step in _STEPS.finditer(match.group(2)):
+        attribute, index, single, double = step.groups()
+        try:
+            if attribute is not None:
+                value = getattr(value, attribute)
+            else:
+                value = value[int(index) if index is not None else (single if single is not None else double)]
+        except Exception as exc:  # noqa: BLE001 - any failure of the lookup is the user's to fix
+            raise UsageError(
+                f"{{{reference.strip()}}}: {step.group(0).strip()} failed ({type(exc).__name__}: {exc})"
+            ) from None
+    return value
+
+
+def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
+    """``text`` with every ``{reference}`` replaced by ``str()`` of its value; ``{{``/``}}`` escape."""
+
+    def replace(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token in ("{{", "}}"):
+            return token[0]
+        if match.group(1) is None:
+            raise UsageError(f"unmatched {token!r} in the message; {_LITERAL_HINT}.")
+        return str(resolve_reference(match.group(1), namespace))
+
+    return _FIELD.sub(replace, text)
+
+
+# ---------------------------------------------------------------------------
+# Errors: a short message, never a traceback full of settings
+# ---------------------------------------------------------------------------
+
+
+def _short(exc: BaseException, message: str) -> BaseException:
+    """``exc``, shown by IPython as ``message`` alone (IPython's ``_render_traceback_`` hook)."""
+    exc._render_traceback_ = lambda: [message]  # type: ignore[attr-defined]
+    return exc
+
+
+# ---------------------------------------------------------------------------
+# Options
+# ---------------------------------------------------------------------------
+
+_SELECTION = [
+    argument("-a", "--agent", metavar="NAME", help="a ChatAgent variable of the notebook (default: the session agent)"),
+    argument("--provider", help="session agent for this provider (openai, anthropic, local, scripted...)"),
+    argument("--model", help="session agent for this model"),
+    argument("--quality", choices=("high", "medium", "low"), help="session agent routed to this quality tier"),
+    argument("--memory", choices=("buffer", "summary", "none"), help="session agent with this memory mode"),
+]
+
+
+def _with(decorators: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+    def apply(func: Any) -> Any:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
+
+
+_OPTION = re.compile(r"""\s*(--?[A-Za-z][\w-]*)(=)?""")
+_VALUE = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
+
+
+def _split_line(line: str, parser: Any) -> tuple[list[str], str]:
+    """Split ``%chat [options] [--] message`` into option tokens and the message, kept verbatim."""
+    flags: dict[str, bool] = {}
+    for action in parser._actions:
+        for option in action.option_strings:
+            flags[option] = action.nargs != 0
+    pos = 0
+    message_start = None
+    while True:
+        dashes = re.compile(r"\s*--(?:\s|$)").match(line, pos)
+        if dashes is not None:
+            message_start = dashes.end()
+            break
+        match = _OPTION.match(line, pos)
+        if match is None:
+            break
+        option = match.group(1)
+        if option not in flags:
+            if re.fullmatch(r"-[A-Za-z]|--[A-Za-z][\w-]*", option):
+                raise UsageError(f"unknown option {option}; put -- before a message that starts with '-'")
+            break
+        pos = match.end()
+        if flags[option]:
+            value = _VALUE.match(line, pos)
+            if value is None or (not match.group(2) and value.start(1) == pos):
+                raise UsageError(f"option {option} needs a value")
+            pos = value.end()
+    return _tokens(line[:pos]), line[pos if message_start is None else message_start :].strip()
+
+
+# ---------------------------------------------------------------------------
+# The magics
+# ---------------------------------------------------------------------------
+
+
+@magics_class
+class ChatMagics(Magics):
+    """``%%chat`` and friends. Session agents are kept per configuration on this object."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.agents: dict[tuple[str | None, ...], Any] = {}
+
+    # -- %%chat / %chat ----------------------------------------------------------------
+
+    @no_var_expand
+    @magic_arguments()
+    @_with(_SELECTION)
+    @argument("-s", "--system", metavar="TEXT", help="system prompt for this turn only ({name} works here too)")
+    @argument("--reset", action="store_true", help="start a new conversation first")
+    @argument("-f", "--format", choices=FORMATS, default="markdown", help="how to show the answer (default: markdown)")
+    @argument("--no-stream", action="store_true", help="wait for the whole answer instead of streaming it")
+    @line_cell_magic
+    def chat(self, line: str, cell: str | None = None) -> None:
+        """Chat with an LLM: the cell body (``%%chat``) or the rest of the line (``%chat``) is the message.
+
+        ``{name}``, ``{obj.attr}``, ``{items[0]}`` and ``{table['key']}`` are replaced by notebook
+        variables (nothing is evaluated; ``{{``/``}}`` are literal braces). The answer streams into
+        the output and ends as Markdown with a footer (model, tokens, cost, latency, tools); the
+        ``ChatResponse`` is stored as ``_chat``. Examples::
+
+            %%chat -s "You are terse." --model gpt-4o-mini
+            Summarise {report.title} in one line.
+
+            %chat -a support_agent What is our refund policy?
+        """
+        parser = self.chat.parser  # type: ignore[attr-defined]
+        if cell is None:
+            tokens, message = _split_line(line, parser)
+        else:
+            tokens, message = _tokens(line), cell
+        args = parser.parse_args(tokens)
+        namespace = self.shell.user_ns
+        agent = None
+        try:
+            agent = self._agent(args)
+            if args.reset:
+                agent.reset()
+            system = interpolate(args.system, namespace) if args.system else None
+            message = interpolate(message, namespace).lstrip("\n").rstrip()
+            if not message.strip():
+                raise UsageError("the message is empty: %%chat takes the cell body, %chat the rest of the line")
+            if args.no_stream:
+                response = self._wait(agent, message, system, args.format)
+            else:
+                response = self._stream(agent, message, system, args.format)
+        except UsageError:
+            raise
+        except KeyboardInterrupt as exc:
+            raise _short(
+                exc, "Interrupted: the answer was stopped; the conversation is as it was before this cell."
+            ) from None
+        except Exception as exc:
+            from aiforge.core.types import AIForgeError
+
+            if isinstance(exc, AIForgeError):
+                from aiforge.jupyter.display import describe_error
+
+                raise _short(exc, describe_error(exc, agent)) from None
+            raise
+        namespace["_chat"] = response
+
+    def _wait(self, agent: Any, message: str, system: str | None, fmt: str) -> Any:
+        from IPython.display import display
+
+        from aiforge.jupyter.display import response_bundle
+
+        response = agent.chat(message, system_prompt=system)
+        display(response_bundle(response, fmt), raw=True)
+        return response
+
+    def _stream(self, agent: Any, message: str, system: str | None, fmt: str) -> Any:
+        from aiforge.core.aio import run_sync
+        from aiforge.jupyter.display import StreamingDisplay, footer_text, partial_bundle, response_bundle
+
+        view = StreamingDisplay(markdown=fmt == "markdown")
+        view.open()
+        before = agent.last_response
+        chunks = agent.chat_stream(message, system_prompt=system)
+
+        async def next_chunk() -> str | None:
+            try:
+                return await chunks.__anext__()
+            except StopAsyncIteration:
+                return None
+
+        try:
+            while (chunk := run_sync(next_chunk())) is not None:
+                view.append(chunk)
+        except BaseException as exc:
+            # The partial answer stays visible, marked; then the turn is cancelled by throwing
+            # CancelledError into the stream (closing it would let the turn run to its end).
+            note = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"stopped: {type(exc).__name__}"
+            view.close(partial_bundle(view.text, markdown=view.markdown, note=note), f"[{note}]")
+            run_sync(_cancel(chunks))
+            raise
+        response = agent.last_response
+        if response is None or response is before:
+            raise RuntimeError("the chat stream ended without a response")  # pragma: no cover - agent contract
+        view.close(response_bundle(response, fmt), footer_text(response))
+        return response
+
+    # -- %chat_reset / %chat_history -----------------------------------------------------
+
+    @no_var_expand
+    @magic_arguments()
+    @_with(_SELECTION)
+    @line_magic
+    def chat_reset(self, line: str) -> None:
+        """Start a new conversation: every session agent's, or only the selected agent's."""
+        args = self.chat_reset.parser.parse_args(_tokens(line))  # type: ignore[attr-defined]
+        if args.agent or any(v is not None for v in _config(args)):
+            agent = self._agent(args, create=False)
+            if agent is not None:
+                agent.reset()
+            return
+        for agent in self.agents.values():
+            agent.reset()
+
+    @no_var_expand
+    @magic_arguments()
+    @_with(_SELECTION)
+    @line_magic
+    def chat_history(self, line: str) -> Any:
+        """The conversation of the session agent (or the selected one) as a DataFrame."""
+        args = self.chat_history.parser.parse_args(_tokens(line))  # type: ignore[attr-defined]
+        agent = self._agent(args, create=False)
+        if agent is None:
+            import pandas as pd
+
+            return pd.DataFrame(columns=["role", "content", "tool_calls", "tool_call_id"])
+        return agent.history_dataframe()
+
+    # -- agents ----------------------------------------------------------------------------
+
+    def _agent(self, args: Any, *, create: bool = True) -> Any:
+        config = _config(args)
+        if args.agent:
+            if any(v is not None for v in config):
+                raise UsageError(
+                    "-a/--agent uses that agent as it is: --provider/--model/--quality/--memory are for session agents"
+                )
+            agent = resolve_reference(args.agent, self.shell.user_ns)
+            if not (hasattr(agent, "chat_stream") and hasattr(agent, "reset")):
+                raise UsageError(f"-a {args.agent}: a ChatAgent is needed, got {type(agent).__name__}")
+            return agent
+        agent = self.agents.get(config)
+        if agent is None and create:
+            from aiforge.modules.chat.module import ChatAgent
+
+            provider, model, quality, memory = config
+            overrides = {"MODEL": model} if model else {}
+            agent = ChatAgent(provider=provider, quality=quality, memory=memory or "buffer", **overrides)
+            self.agents[config] = agent
+        return agent
+
+
+def _config(args: Any) -> tuple[str | None, ...]:
+    return (args.provider, args.model, args.quality, args.memory)
+
+
+def _tokens(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"cannot read the options: {exc}") from None
+
+
+async def _cancel(chunks: Any) -> None:
+    import asyncio
+
+    # An interrupt while waiting has already cancelled the pending step, but run_sync does not
+    # wait for the stream to unwind: let it finish first. A stream merely suspended between
+    # chunks (interrupted while a chunk was being shown) gets the cancellation thrown in.
+    for _ in range(_UNWIND_POLLS):
+        if not getattr(chunks, "ag_running", False):
+            break
+        await asyncio.sleep(0.01)
+    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+        await chunks.athrow(asyncio.CancelledError())
+
+
+_UNWIND_POLLS = 1000  # 10 s
+
+
+# ---------------------------------------------------------------------------
+# "%chat Is it true?": a line magic, not IPython's "name?" help
+# ---------------------------------------------------------------------------
+
+_QUESTION_LINE = re.compile(r"^([ \t]*)%chat[ \t]+(\S.*?)[ \t]*$")
+
+
+def run_questions_as_chat(lines: list[str]) -> list[str]:
+    """Input transformer: a ``%chat ...?`` line runs the magic instead of showing help for its last word.
+
+    IPython reads any line ending in ``?`` as a help request (``%chat What is Python?`` would
+    show help on ``Python``); this rewrites such lines into the magic call IPython would make.
+    ``%chat?`` and ``%chat ?`` still show the magic's help.
+    """
+    if not lines or lines[0].lstrip().startswith("%%"):
+        return lines
+    out = []
+    for line in lines:
+        body = line.rstrip("\r\n")
+        match = _QUESTION_LINE.match(body)
+        if match and match.group(2).endswith("?") and match.group(2) not in ("?", "??"):
+            ending = line[len(body) :]
+            line = f"{match.group(1)}get_ipython().run_line_magic('chat', {match.group(2)!r}){ending}"
+        out.append(line)
+    return out
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register ``%%chat``, ``%chat``, ``%chat_reset`` and ``%chat_history``."""
+    ipython.register_magics(ChatMagics)
+    cleanup = ipython.input_transformers_cleanup
+    if run_questions_as_chat not in cleanup:
+        cleanup.append(run_questions_as_chat)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Remove the magics registered by ``load_ipython_extension``."""
+    if run_questions_as_chat in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.remove(run_questions_as_chat)
+    manager = ipython.magics_manager
+    manager.registry.pop(ChatMagics.__name__, None)
+    for kind, names in ChatMagics.magics.items():
+        for name in names:
+            manager.magics[kind].pop(name, None)

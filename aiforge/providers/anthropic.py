@@ -1,0 +1,402 @@
+"""The ``anthropic`` provider: Claude through the Messages API and ``anthropic.AsyncAnthropic``.
+
+Wire differences from Chat Completions that this module absorbs: system prompts are a top-level
+parameter; turns alternate user/assistant, so consecutive same-role messages are merged into
+content blocks; tool results are ``tool_result`` blocks of the next user turn; ``max_tokens`` is
+required. Sampling parameters are not sent: API version 2026-10-21 (the SDK's default) rejects
+``temperature`` with a 400, and the SDK no longer accepts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
+
+from aiforge.core.retry import RetryPolicy, call_with_retries, iterate_with_retries, parse_retry_after
+from aiforge.core.types import (
+    APIConnectionError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    CallParams,
+    Completion,
+    ConfigError,
+    Message,
+    NotFoundError,
+    PermissionDeniedError,
+    ProviderError,
+    RateLimitError,
+    ToolSpec,
+    Usage,
+)
+from aiforge.providers.base import Provider, StreamEvent
+from aiforge.providers.openai_wire import (
+    TIMEOUT_MESSAGE,
+    ClientPerLoop,
+    key_fingerprint,
+    leaks_secret,
+    make_tool_call,
+    redact,
+    redact_body,
+    redactable,
+    request_url,
+)
+
+if TYPE_CHECKING:
+    import anthropic
+
+    from aiforge.core.settings import AIForgeSettings
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_MAX_TOKENS = 4096
+"""Sent when the caller sets no limit: the Messages API requires one."""
+
+# ---------------------------------------------------------------------------
+# Requests
+# ---------------------------------------------------------------------------
+
+
+def to_anthropic_messages(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+    """``(system, messages)`` for the Messages API from neutral messages."""
+    system_parts: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        role, content = message["role"], message["content"]
+        blocks: list[dict[str, Any]] = []
+        if role == "system":
+            if content:
+                system_parts.append(content)
+            continue
+        if role == "tool":
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.get("tool_call_id", "")}
+            if content:
+                result["content"] = content
+            blocks.append(result)
+        elif content:  # the API rejects empty text blocks
+            blocks.append({"type": "text", "text": content})
+        if role == "assistant":
+            blocks += [
+                {"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["arguments"]}
+                for call in message.get("tool_calls") or []
+            ]
+        if not blocks:
+            continue
+        wire_role = "assistant" if role == "assistant" else "user"
+        if turns and turns[-1]["role"] == wire_role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": wire_role, "content": blocks})
+    for previous, turn in zip(turns, turns[1:], strict=False):
+        if turn["role"] == "user":
+            _order_tool_results(previous["content"], turn["content"])
+    return ("\n\n".join(system_parts) or None), turns
+
+
+def _order_tool_results(assistant_blocks: list[dict[str, Any]], user_blocks: list[dict[str, Any]]) -> None:
+    """Put tool results first, in the order of the calls: the API pairs them with the calls that way."""
+    order = {b["id"]: i for i, b in enumerate(assistant_blocks) if b["type"] == "tool_use"}
+    if not order:
+        return
+
+    def position(block: dict[str, Any]) -> tuple[int, int]:
+        if block["type"] == "tool_result":
+            return 0, order.get(block["tool_use_id"], len(order))
+        return 1, 0
+
+    user_blocks.sort(key=position)  # stable: texts keep their order
+
+
+def to_anthropic_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    """ToolSpecs as Messages API ``tools``."""
+    return [
+        {
+            "name": tool["name"],
+            "description": tool.get("description", ""),
+            "input_schema": tool.get("parameters") or {"type": "object", "properties": {}},
+        }
+        for tool in tools
+    ]
+
+
+# ---------------------------------------------------------------------------
+# Responses
+# ---------------------------------------------------------------------------
+
+
+def _usage(input_tokens: int, output_tokens: int, cache_read: int, cache_write: int) -> Usage:
+    # Anthropic counts cache reads and writes apart from input_tokens; aiforge's input includes them.
+    return Usage(
+        input_tokens=input_tokens + cache_read + cache_write,
+        output_tokens=output_tokens,
+        cached_input_tokens=cache_read,
+        cache_write_tokens=cache_write,
+    )
+
+
+def completion_from_anthropic(message: Any) -> Completion:
+    """A Messages API response as a ``Completion`` (``finish_reason`` is the raw ``stop_reason``)."""
+    usage = message.usage
+    completion = Completion(
+        model=message.model or "",
+        finish_reason=message.stop_reason,
+        usage=_usage(
+            usage.input_tokens or 0,
+            usage.output_tokens or 0,
+            usage.cache_read_input_tokens or 0,
+            usage.cache_creation_input_tokens or 0,
+        ),
+    )
+    texts = []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            completion.tool_calls.append(make_tool_call(block.id, block.name, block.input))
+    completion.text = "".join(texts)
+    return completion
+
+
+class AnthropicStreamState:
+    """Accumulates a raw Messages event stream: text deltas, tool input JSON per block index, usage."""
+
+    def __init__(self) -> None:
+        self.text_parts: list[str] = []
+        self.tool_blocks: dict[int, dict[str, Any]] = {}
+        self.model = ""
+        self.finish_reason: str | None = None
+        self.counts = {
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+        }
+
+    @property
+    def text(self) -> str:
+        return "".join(self.text_parts)
+
+    def _take_usage(self, usage: Any) -> None:
+        # message_start carries the input counts, message_delta cumulative ones; None means "unchanged".
+        for name in self.counts:
+            value = getattr(usage, name, None)
+            if value is not None:
+                self.counts[name] = value
+
+    def feed(self, event: Any) -> str:
+        """Take one event; return its text delta ("" when it has none)."""
+        kind = event.type
+        text = ""
+        if kind == "message_start":
+            self.model = event.message.model or ""
+            self._take_usage(event.message.usage)
+        elif kind == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                self.tool_blocks[event.index] = {"id": block.id, "name": block.name, "input": block.input, "json": []}
+            elif block.type == "text":
+                text = block.text or ""
+        elif kind == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta":
+                text = delta.text
+            elif delta.type == "input_json_delta" and event.index in self.tool_blocks:
+                self.tool_blocks[event.index]["json"].append(delta.partial_json)
+        elif kind == "message_delta":
+            self.finish_reason = event.delta.stop_reason or self.finish_reason
+            self._take_usage(event.usage)
+        if text:
+            self.text_parts.append(text)
+        return text
+
+    def completion(self) -> Completion:
+        """The final ``Completion`` of everything fed so far."""
+        calls = []
+        for index in sorted(self.tool_blocks):
+            block = self.tool_blocks[index]
+            raw = "".join(block["json"]) if block["json"] else block["input"]
+            calls.append(make_tool_call(block["id"], block["name"], raw))
+        c = self.counts
+        return Completion(
+            text=self.text,
+            tool_calls=calls,
+            usage=_usage(
+                c["input_tokens"], c["output_tokens"], c["cache_read_input_tokens"], c["cache_creation_input_tokens"]
+            ),
+            model=self.model,
+            finish_reason=self.finish_reason,
+        )
+
+
+# ---------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------
+
+#: Status of an ``error`` event inside a 200 stream, from its ``error.type``.
+ERROR_TYPE_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+def map_anthropic_error(exc: BaseException, provider_name: str, *, secrets: Iterable[str] = ()) -> ProviderError:
+    """The aiforge error for an ``anthropic`` SDK (or mid-stream httpx2) exception; never contains a key."""
+    import anthropic
+    import httpx2
+
+    secrets = tuple(secrets)
+    common: dict[str, Any] = {"provider": provider_name}
+    # The SDK does not wrap transport errors raised while a stream is being read.
+    if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
+        return APITimeoutError(TIMEOUT_MESSAGE, **common)
+    if isinstance(exc, anthropic.APIConnectionError | httpx2.RequestError):
+        cause = exc.__cause__ if isinstance(exc, anthropic.APIConnectionError) else exc
+        detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+        return APIConnectionError(redact(f"connection to {request_url(exc)} failed{detail}", secrets), **common)
+    if not isinstance(exc, anthropic.APIStatusError):
+        return ProviderError(redact(str(exc) or type(exc).__name__, secrets), **common)
+
+    body = redact_body(exc.body, secrets)
+    message = redact(exc.api_message or exc.message, secrets)
+    status = exc.status_code
+    if status < 400:  # an `event: error` inside a 200 stream
+        status = ERROR_TYPE_STATUS.get(exc.type or "", 500)
+    request_id = exc.request_id or (body.get("request_id") if isinstance(body, dict) else None)
+    common.update(status_code=status, request_id=request_id, body=body)
+    if status == 429:
+        return RateLimitError(message, retry_after=parse_retry_after(exc.response.headers), **common)
+    if status == 401:
+        return AuthenticationError(message + "; check ANTHROPIC_API_KEY (environment or aiforge.yaml)", **common)
+    error_class = {
+        403: PermissionDeniedError,
+        404: NotFoundError,
+        400: BadRequestError,
+        422: BadRequestError,
+    }.get(status, ProviderError)
+    return error_class(message, **common)
+
+
+# ---------------------------------------------------------------------------
+# The provider
+# ---------------------------------------------------------------------------
+
+
+class AnthropicProvider(Provider):
+    """Claude through ``anthropic.AsyncAnthropic``; needs ``ANTHROPIC_API_KEY``."""
+
+    name: ClassVar[str] = "anthropic"
+    supports_native_tools: ClassVar[bool] = True
+    supports_streaming: ClassVar[bool] = True
+    default_model: str = "claude-haiku-4-5"
+
+    def __init__(self, settings: AIForgeSettings) -> None:
+        self.base_url = settings.ANTHROPIC_BASE_URL or DEFAULT_BASE_URL
+        self._api_key = self._api_key_of(settings)
+        self.timeout = settings.TIMEOUT
+        self.retry_policy = RetryPolicy.from_settings(settings)
+        self._secrets = redactable(self._api_key, *settings.secrets())
+        self._clients: ClientPerLoop[anthropic.AsyncAnthropic] = ClientPerLoop(self._new_client)
+
+    @classmethod
+    def connection_key(cls, settings: Any) -> tuple[Any, ...]:
+        return (
+            settings.ANTHROPIC_BASE_URL or DEFAULT_BASE_URL,
+            key_fingerprint(settings.secret("ANTHROPIC_API_KEY")),
+            settings.TIMEOUT,
+            settings.MAX_RETRIES,
+            settings.RETRY_MAX_WAIT,
+        )
+
+    @staticmethod
+    def _api_key_of(settings: AIForgeSettings) -> str:
+        key = settings.secret("ANTHROPIC_API_KEY")
+        if not key:
+            raise ConfigError(
+                "the anthropic provider needs an API key: set ANTHROPIC_API_KEY (or AIFORGE_ANTHROPIC_API_KEY) "
+                "in the environment, or ANTHROPIC_API_KEY in aiforge.yaml."
+            )
+        return key
+
+    def _new_client(self) -> anthropic.AsyncAnthropic:
+        import anthropic
+
+        return anthropic.AsyncAnthropic(
+            api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+        )
+
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client of the running event loop (one per loop, reused)."""
+        return self._clients.get()
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
+    def _request(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> dict[str, Any]:
+        system, turns = to_anthropic_messages(messages)
+        request: dict[str, Any] = {
+            "model": params.model or self.default_model,
+            "messages": turns,
+            "max_tokens": params.max_tokens or DEFAULT_MAX_TOKENS,
+        }
+        if system:
+            request["system"] = system
+        if tools:
+            request["tools"] = to_anthropic_tools(tools)
+        return request
+
+    def _fail(self, exc: BaseException, partial_text: str = "") -> NoReturn:
+        error = map_anthropic_error(exc, self.name, secrets=self._secrets)
+        error.partial_text = partial_text
+        # A chained SDK exception would print its own text, key included, in the traceback.
+        raise error from (None if leaks_secret(exc, self._secrets) else exc)
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
+        import anthropic
+
+        request = self._request(messages, tools, params)
+
+        async def attempt() -> Completion:
+            try:
+                message = await self.client().messages.create(**request)
+            except anthropic.AnthropicError as exc:
+                self._fail(exc)
+            return completion_from_anthropic(message)
+
+        return await call_with_retries(attempt, policy=self.retry_policy)
+
+    async def stream(
+        self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
+    ) -> AsyncIterator[StreamEvent]:
+        request = {**self._request(messages, tools, params), "stream": True}
+        events = iterate_with_retries(lambda: self._stream_once(request), policy=self.retry_policy)
+        async with aclosing(events):  # a consumer that stops early must still release the connection
+            async for event in events:
+                yield event
+
+    async def _stream_once(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        import anthropic
+        import httpx2
+
+        try:
+            stream = await self.client().messages.create(**request)
+        except anthropic.AnthropicError as exc:
+            self._fail(exc)
+        state = AnthropicStreamState()
+        try:
+            async for event in stream:
+                delta = state.feed(event)
+                if delta:
+                    yield delta
+        except (anthropic.AnthropicError, httpx2.RequestError) as exc:
+            self._fail(exc, partial_text=state.text)
+        finally:
+            await stream.close()
+        yield state.completion()
