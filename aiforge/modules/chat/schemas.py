@@ -58,7 +58,8 @@ class ToolCallRecord(BaseModel):
     def _repr_markdown_(self) -> str:
         from aiforge.core.render import escape_markdown
 
-        return f"{_code_span(self.tool)} {_code_span(_short(self.input))} → {escape_markdown(_short(self.output or ''))}"
+        output = escape_markdown(_short(self.output or ""))
+        return f"{_code_span(self.tool)} {_code_span(_short(self.input))} → {output}"
 
     def _repr_html_(self) -> str:
         return (

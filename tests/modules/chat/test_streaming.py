@@ -1,0 +1,299 @@
+"""Streaming: deltas as the provider sends them, turns recorded like chat(), early close and cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import threading
+
+import pytest
+from langchain_core.tools import StructuredTool
+
+from aiforge import ChatAgent
+from aiforge.core.types import ProviderError
+from aiforge.providers.scripted import ScriptedProvider, ScriptedReply, tool_call
+from tests.modules.chat.checks import assert_valid_history
+
+POEM = "APIs whisper softly, requests travel far, responses come back home."
+
+
+def poet(*extra: object, **kwargs: object) -> tuple[ChatAgent, ScriptedProvider]:
+    fake = ScriptedProvider([POEM, *extra], chunk_size=2)
+    return ChatAgent(provider=fake, **kwargs), fake
+
+
+async def test_chat_stream_yields_several_deltas_that_join_to_the_reply() -> None:
+    agent, _ = poet()
+
+    chunks = [chunk async for chunk in agent.chat_stream("Write a short poem about APIs")]
+
+    assert len(chunks) > 3
+    assert "".join(chunks) == POEM
+
+
+async def test_chat_stream_yields_before_the_reply_is_complete() -> None:
+    agent, fake = poet()
+    fake.delay = 0.001
+    state_at_first_chunk = None
+
+    async for _chunk in agent.chat_stream("poem"):
+        if state_at_first_chunk is None:
+            state_at_first_chunk = (len(agent.history), agent.last_response)
+
+    assert state_at_first_chunk == (0, None)  # the turn had not finished when the first delta arrived
+    assert len(agent.history) == 2
+
+
+async def test_streamed_turn_is_recorded_in_history_and_last_response() -> None:
+    agent, _ = poet()
+
+    chunks = [chunk async for chunk in agent.chat_stream("poem")]
+
+    assert agent.history == [{"role": "user", "content": "poem"}, {"role": "assistant", "content": POEM}]
+    assert agent.last_response.message == "".join(chunks)
+    assert agent.last_response.output_tokens > 0
+
+
+async def test_streamed_turn_is_recorded_in_the_cost_tracker() -> None:
+    agent, _ = poet()
+
+    _ = [chunk async for chunk in agent.chat_stream("poem")]
+
+    (record,) = agent.cost_tracker.records
+    assert record.trace_id == agent.last_response.trace_id and record.output_tokens > 0
+
+
+async def test_achat_stream_is_an_alias_of_chat_stream() -> None:
+    agent, _ = poet()
+
+    chunks = [chunk async for chunk in agent.achat_stream("Tell me a joke")]
+
+    assert "".join(chunks) == POEM and len(chunks) > 1
+
+
+async def test_arun_stream_delegates_to_chat_stream() -> None:
+    agent, _ = poet()
+
+    chunks = [chunk async for chunk in agent.arun_stream("poem", system_prompt="Be poetic.")]
+
+    assert "".join(chunks) == POEM
+    assert agent.provider.calls[0].messages[0]["content"] == "Be poetic."
+
+
+def test_run_stream_iterates_chunks_synchronously() -> None:
+    agent, _ = poet()
+
+    chunks = list(agent.run_stream("Explain REST vs GraphQL"))
+
+    assert len(chunks) > 3 and "".join(chunks) == POEM
+    assert agent.last_response.message == POEM
+
+
+def test_run_stream_inside_a_running_loop_works() -> None:
+    agent, _ = poet()
+
+    async def cell() -> list[str]:
+        return list(agent.run_stream("poem"))  # as in a Jupyter cell
+
+    assert "".join(asyncio.run(cell())) == POEM
+
+
+async def test_streaming_a_turn_that_calls_a_tool_first_streams_the_final_answer(calc_tool) -> None:
+    fake = ScriptedProvider(
+        [tool_call("calculator", expression="249.99 * 0.85"), "The price is $212.49 after the discount."], chunk_size=1
+    )
+    agent = ChatAgent(provider=fake, tools=[calc_tool])
+    history_at_first_chunk = None
+
+    chunks = []
+    async for chunk in agent.chat_stream("15% off $249.99?"):
+        if history_at_first_chunk is None:
+            history_at_first_chunk = len(agent.history)
+        chunks.append(chunk)
+
+    assert history_at_first_chunk == 0
+    assert len(chunks) > 3 and "".join(chunks) == "The price is $212.49 after the discount."
+    assert agent.last_response.tool_calls[0].output == "212.4915"
+    assert agent.last_response.iterations == 1
+    assert_valid_history(agent.history)
+
+
+async def test_text_before_a_tool_call_is_streamed_apart_from_the_final_answer(calc_tool) -> None:
+    preamble = ScriptedReply(text="Let me calculate.", tool_calls=tool_call("calculator", expression="2+2").tool_calls)
+    agent = ChatAgent(provider=ScriptedProvider([preamble, "It is 4."]), tools=[calc_tool])
+
+    chunks = [chunk async for chunk in agent.chat_stream("2+2?")]
+
+    assert "".join(chunks) == "Let me calculate.\n\nIt is 4."
+    assert agent.last_response.message == "It is 4."
+
+
+async def test_streaming_with_the_prompted_protocol_never_shows_tool_call_json(calc_tool) -> None:
+    fake = ScriptedProvider(
+        ['{"tool": "calculator", "input": {"expression": "6 * 7"}}', "Six times seven is 42."], chunk_size=1
+    )
+    agent = ChatAgent(provider=fake, tools=[calc_tool], native_tools=False)
+
+    chunks = [chunk async for chunk in agent.chat_stream("6*7?")]
+
+    assert "".join(chunks) == "Six times seven is 42."
+    assert agent.last_response.tool_calls[0].output == "42"
+
+
+async def test_streaming_with_the_prompted_protocol_shows_a_json_answer_that_is_not_a_tool_call(calc_tool) -> None:
+    fake = ScriptedProvider(['{"answer": 42}'], chunk_size=1)
+    agent = ChatAgent(provider=fake, tools=[calc_tool], native_tools=False)
+
+    chunks = [chunk async for chunk in agent.chat_stream("json")]
+
+    assert "".join(chunks) == '{"answer": 42}'
+
+
+async def test_streaming_the_iteration_cap_streams_the_closing_message(calc_tool) -> None:
+    fake = ScriptedProvider(default=lambda messages: tool_call("calculator", expression="1"))
+    agent = ChatAgent(provider=fake, tools=[calc_tool], max_tool_iterations=1)
+
+    chunks = [chunk async for chunk in agent.chat_stream("loop")]
+
+    assert "".join(chunks) == agent.last_response.message and "max_tool_iterations=1" in chunks[-1]
+
+
+async def test_closing_a_stream_early_still_records_the_whole_turn() -> None:
+    agent, _ = poet()
+    stream = agent.chat_stream("poem")
+
+    first = await stream.__anext__()
+    await stream.aclose()
+
+    assert POEM.startswith(first) and first != POEM
+    assert agent.history[-1] == {"role": "assistant", "content": POEM}
+    assert agent.last_response.message == POEM
+    assert agent.cost_tracker.calls == 1
+
+
+def test_breaking_out_of_run_stream_still_records_the_turn() -> None:
+    agent, _ = poet()
+    chunks = agent.run_stream("poem")
+
+    next(chunks)
+    chunks.close()
+
+    assert agent.history[-1]["content"] == POEM
+    assert agent.last_response.message == POEM
+
+
+async def test_cancelling_the_consumer_of_a_stream_leaves_history_unchanged() -> None:
+    agent, fake = poet("after")
+    fake.delay = 0.02
+    got_first = asyncio.Event()
+
+    async def consume() -> None:
+        async for _chunk in agent.chat_stream("poem"):
+            got_first.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(got_first.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert agent.history == []
+    fake.delay = 0
+    assert (await agent.achat("again")).message == "after"
+
+
+async def test_provider_error_mid_stream_reaches_the_consumer_and_keeps_history() -> None:
+    class FailingMidStream(ScriptedProvider):
+        async def stream(self, messages, tools, params):
+            yield "partial "
+            yield "answer"
+            raise ProviderError("stream broke", provider="scripted", partial_text="partial answer")
+
+    agent = ChatAgent(provider=FailingMidStream())
+    chunks = []
+
+    with pytest.raises(ProviderError, match="stream broke"):
+        async for chunk in agent.chat_stream("hi"):
+            chunks.append(chunk)
+
+    assert chunks == ["partial ", "answer"]
+    assert agent.history == [] and agent.last_response is None
+
+
+async def test_chat_stream_with_empty_message_is_a_value_error() -> None:
+    agent, fake = poet()
+
+    with pytest.raises(ValueError):
+        async for _ in agent.chat_stream("   "):
+            pass
+
+    assert fake.calls == []
+
+
+async def test_streamed_summary_turn_counts_the_summary_and_streams_only_the_answer() -> None:
+    def model(messages):
+        if messages[0]["content"].startswith("You write faithful"):
+            return ScriptedReply(text="SUMMARY TEXT")
+        return "streamed answer here"
+
+    agent = ChatAgent(provider=ScriptedProvider(default=model), memory="summary", memory_k=1)
+    await agent.achat("first")
+
+    chunks = [chunk async for chunk in agent.chat_stream("second")]
+
+    assert "".join(chunks) == "streamed answer here"
+    assert agent.summary == "SUMMARY TEXT"
+    assert [r["name"] for r in agent.last_response.trace] == ["chat", "summary"]
+
+
+async def test_two_concurrent_streams_on_one_agent_are_serialised() -> None:
+    agent = ChatAgent(provider=ScriptedProvider(delay=0.001))
+
+    async def collect(message: str) -> str:
+        return "".join([chunk async for chunk in agent.chat_stream(message)])
+
+    answers = await asyncio.gather(collect("one two three"), collect("four five six"))
+
+    assert answers == ["You said: one two three", "You said: four five six"]
+    assert [m["content"] for m in agent.history] == ["one two three", answers[0], "four five six", answers[1]]
+
+
+def test_streaming_tool_turn_with_a_tool_defined_as_a_coroutine() -> None:
+    async def lookup(key: str) -> str:
+        """Async lookup."""
+        await asyncio.sleep(0)
+        return key * 2
+
+    tool = StructuredTool.from_function(coroutine=lookup, name="lookup", description="Lookup")
+    agent = ChatAgent(
+        provider=ScriptedProvider([tool_call("lookup", key="ab"), "It is abab, as computed."]), tools=[tool]
+    )
+
+    chunks = list(agent.run_stream("lookup ab"))
+
+    assert "".join(chunks) == "It is abab, as computed." and len(chunks) > 1
+    assert agent.last_response.tool_calls[0].output == "abab"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_during_run_stream_cancels_the_turn_and_keeps_history() -> None:
+    assert threading.current_thread() is threading.main_thread()
+    fake = ScriptedProvider(["first answer", POEM, "after"], chunk_size=1)
+    agent = ChatAgent(provider=fake)
+    agent.chat("one")
+    before = agent.history
+    fake.delay = 0.2  # the main thread waits on the loop nearly all the time, where Ctrl-C lands
+    chunks = []
+
+    with pytest.raises(KeyboardInterrupt):
+        for chunk in agent.run_stream("two"):
+            chunks.append(chunk)
+            if len(chunks) == 2:
+                threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    assert 2 <= len(chunks) < len(POEM.split())
+    assert agent.history == before and agent.last_response.message == "first answer"
+    fake.delay = 0
+    assert agent.chat("three").message == "after"
