@@ -31,7 +31,29 @@ _LAZY: dict[str, str] = {
     "APITimeoutError": "aiforge.core.types",
 }
 
-__all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension", "__version__"]
+__all__ = [
+    "AIForgeError",
+    "AIForgeSettings",
+    "APITimeoutError",
+    "BaseModule",
+    "BatchResult",
+    "ChatAgent",
+    "ChatPanel",
+    "ChatResponse",
+    "ConfigError",
+    "CostTracker",
+    "Provider",
+    "ProviderError",
+    "RateLimitError",
+    "ScriptedProvider",
+    "ToolCallRecord",
+    "__version__",
+    "load_ipython_extension",
+    "load_settings",
+    "register_provider",
+    "setup_logging",
+    "unload_ipython_extension",
+]
 
 if TYPE_CHECKING:
     from aiforge.core.costs import CostTracker

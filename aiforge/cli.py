@@ -68,7 +68,9 @@ def _turn(agent: Any, message: str, as_json: bool, out: TextIO) -> None:
 
 
 def _interactive(agent: Any, as_json: bool, out: TextIO) -> None:
-    out.write(f"aiforge chat · {agent.provider_name} · {agent.model} · Ctrl-D or /exit to quit, /reset for a new chat\n")
+    out.write(
+        f"aiforge chat · {agent.provider_name} · {agent.model} · Ctrl-D or /exit to quit, /reset for a new chat\n"
+    )
     while True:
         try:
             line = input("you> ")

@@ -54,6 +54,8 @@ def test_interactive_session_keeps_context(monkeypatch: pytest.MonkeyPatch) -> N
 def test_python_dash_m_entry_point() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "aiforge", "chat", "--provider", "scripted", "ping"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert (done.returncode, done.stdout) == (0, "You said: ping\n")

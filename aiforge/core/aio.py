@@ -92,9 +92,7 @@ def _run_on_background(coro: Coroutine[Any, Any, T]) -> T:
         finally:
             finished.set()
 
-    future: concurrent.futures.Future[tuple[bool, Any]] = asyncio.run_coroutine_threadsafe(
-        guarded(), background_loop()
-    )
+    future: concurrent.futures.Future[tuple[bool, Any]] = asyncio.run_coroutine_threadsafe(guarded(), background_loop())
     try:
         ok, value = future.result()
     except KeyboardInterrupt:

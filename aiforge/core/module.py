@@ -29,7 +29,8 @@ class BatchFailure:
     error: BaseException
 
     def __repr__(self) -> str:
-        return f"BatchFailure(index={self.index}, input={self.input[:40]!r}, error={type(self.error).__name__}: {self.error})"
+        error = f"{type(self.error).__name__}: {self.error}"
+        return f"BatchFailure(index={self.index}, input={self.input[:40]!r}, error={error})"
 
 
 @dataclass(slots=True)
@@ -75,9 +76,16 @@ class BatchResult:
             }
         for failure in self.failed:
             rows[failure.index] = {
-                "input": failure.input, "message": None, "model": None, "input_tokens": 0,
-                "output_tokens": 0, "cost": 0.0, "latency_ms": None, "iterations": 0,
-                "tool_calls": 0, "error": f"{type(failure.error).__name__}: {failure.error}",
+                "input": failure.input,
+                "message": None,
+                "model": None,
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "cost": 0.0,
+                "latency_ms": None,
+                "iterations": 0,
+                "tool_calls": 0,
+                "error": f"{type(failure.error).__name__}: {failure.error}",
                 "trace_id": None,
             }
         return pd.DataFrame(rows, columns=BATCH_COLUMNS)
@@ -111,8 +119,17 @@ class BatchResult:
 
 
 BATCH_COLUMNS = [
-    "input", "message", "model", "input_tokens", "output_tokens", "cost", "latency_ms",
-    "iterations", "tool_calls", "error", "trace_id",
+    "input",
+    "message",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    "latency_ms",
+    "iterations",
+    "tool_calls",
+    "error",
+    "trace_id",
 ]
 
 
@@ -138,9 +155,7 @@ class BaseModule(ABC):
         from aiforge.providers.base import Provider
 
         if provider is not None and not isinstance(provider, str | Provider):
-            raise ValueError(
-                f"provider must be a provider name or a Provider instance, got {type(provider).__name__}"
-            )
+            raise ValueError(f"provider must be a provider name or a Provider instance, got {type(provider).__name__}")
         if isinstance(provider, str):
             overrides["PROVIDER"] = provider
         self.settings = load_settings(**overrides)
@@ -157,9 +172,7 @@ class BaseModule(ABC):
         else:
             self.provider_name = resolve_provider_name(self.settings)
             self.provider = create_provider(self.settings, self.provider_name)
-        self.model = (
-            select_model(self.provider_name, self.quality, self.settings) or self.provider.default_model
-        )
+        self.model = select_model(self.provider_name, self.quality, self.settings) or self.provider.default_model
         self.cost_tracker = CostTracker()
 
     # -- the contract ------------------------------------------------------------------
@@ -188,9 +201,7 @@ class BaseModule(ABC):
         """Process ``items`` with at most ``concurrency`` in flight; see ``arun_batch``."""
         return run_sync(self.arun_batch(items, concurrency=concurrency, max_batch=max_batch))
 
-    async def arun_batch(
-        self, items: Sequence[str] | Any, concurrency: int = 10, max_batch: int = 100
-    ) -> BatchResult:
+    async def arun_batch(self, items: Sequence[str] | Any, concurrency: int = 10, max_batch: int = 100) -> BatchResult:
         """Process a list (or pandas Series) of inputs concurrently.
 
         Results come back in input order; a failed item is recorded in ``failed`` and never

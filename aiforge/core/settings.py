@@ -207,9 +207,7 @@ class _YamlSource(PydanticBaseSettingsSource):
 
 
 def _suggest(name: str) -> str:
-    close = difflib.get_close_matches(name.upper(), _FIELDS, n=1) or difflib.get_close_matches(
-        name, _FIELDS, n=1
-    )
+    close = difflib.get_close_matches(name.upper(), _FIELDS, n=1) or difflib.get_close_matches(name, _FIELDS, n=1)
     return f" Did you mean {close[0]}?" if close else ""
 
 
@@ -240,9 +238,7 @@ def load_settings(**overrides: Any) -> AIForgeSettings:
         for name, value in yaml_config.values.items():
             if name not in _FIELDS:
                 line = yaml_config.lines.get(name)
-                raise ConfigError(
-                    f"unknown setting {name!r} in {yaml_config.path}:{line}.{_suggest(name)}"
-                )
+                raise ConfigError(f"unknown setting {name!r} in {yaml_config.path}:{line}.{_suggest(name)}")
             if name == "chat" and not isinstance(value, dict | None):
                 raise ConfigError(f"{yaml_config.path}:{yaml_config.lines.get(name)}: 'chat' must be a mapping")
     try:

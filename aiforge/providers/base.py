@@ -51,7 +51,7 @@ class Provider(ABC):
             yield completion.text
         yield completion
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release network clients; the provider may be used again afterwards."""
 
     def __repr__(self) -> str:

@@ -27,9 +27,7 @@ class FunctionProvider(Provider):
         self.default_model = name
         self._is_async = inspect.iscoroutinefunction(fn)
 
-    async def complete(
-        self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
-    ) -> Completion:
+    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
         plain = [{"role": m["role"], "content": m["content"]} for m in messages]
         kwargs = {"model": params.model, "temperature": params.temperature, "max_tokens": params.max_tokens}
         try:

@@ -246,9 +246,9 @@ def _call_json(call: ToolCall) -> str:
 def chat_messages(messages: list[Message], tools: list[ToolSpec] | None) -> list[dict[str, str]]:
     """The conversation in roles SmolLM2's template knows (system, user, assistant).
 
-    Tool calls become the JSON the model would have written, tool results become user messages,
-    and with tools offered the instructions open the latest user message, where this small model
-    follows them best.
+    Tool calls become the JSON the model would have written, tool results become user messages
+    (the last ones asking for an answer), and with tools offered the instructions open the latest
+    user message, where this small model follows them best.
     """
     out: list[dict[str, str]] = []
     names_by_id: dict[str, str] = {}
@@ -274,6 +274,9 @@ def chat_messages(messages: list[Message], tools: list[ToolSpec] | None) -> list
         elif role == "user":
             last_user = len(out)
         out.append({"role": role, "content": content})
+    if results_at == len(out) - 1 >= 0:
+        # Ending on a result, this small model otherwise often calls a tool again.
+        out[-1]["content"] += "\nAnswer the question with this result."
     if tools:
         instructions = tool_instructions(tools)
         if last_user >= 0:

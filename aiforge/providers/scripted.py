@@ -60,9 +60,7 @@ def tool_call(name: str, arguments: dict[str, Any] | None = None, /, **kwargs: A
 
 def tool_calls(*calls: tuple[str, dict[str, Any]]) -> ScriptedReply:
     """A scripted reply with several parallel tool calls: ``tool_calls(("a", {...}), ("b", {...}))``."""
-    return ScriptedReply(
-        tool_calls=[{"id": f"call_{next(_ids):06d}", "name": n, "arguments": a} for n, a in calls]
-    )
+    return ScriptedReply(tool_calls=[{"id": f"call_{next(_ids):06d}", "name": n, "arguments": a} for n, a in calls])
 
 
 def _echo(messages: list[Message]) -> str:
@@ -141,9 +139,7 @@ class ScriptedProvider(Provider):
             finish_reason="tool_calls" if reply.tool_calls else "stop",
         )
 
-    async def complete(
-        self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
-    ) -> Completion:
+    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
         self.calls.append(ScriptedCall([dict(m) for m in messages], tools, params))  # type: ignore[misc]
         if self.delay:
             await asyncio.sleep(self.delay)

@@ -16,7 +16,13 @@ from aiforge.providers.base import Provider
 
 @pytest.fixture(autouse=True)
 def no_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AIFORGE_GATEWAY_BASE_URL", "AIFORGE_CONFIG", "AIFORGE_PROVIDER"):
+    for name in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "AIFORGE_GATEWAY_BASE_URL",
+        "AIFORGE_CONFIG",
+        "AIFORGE_PROVIDER",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
 
