@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
 import threading
 import time
 import warnings
@@ -46,6 +49,22 @@ _warned_models: set[str] = set()
 _warned_lock = threading.Lock()
 
 
+_INTERNAL = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(asyncio.__file__))
+
+
+def _caller_stacklevel() -> int:
+    """The stacklevel of the first frame outside aiforge, LangGraph and asyncio (1 if none)."""
+    frame = sys._getframe(2)
+    level = 2
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(_INTERNAL) and "langgraph" not in name and "langchain_core" not in name:
+            return level
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return 1
+
+
 def _warn_unpriced_once(model: str) -> None:
     with _warned_lock:
         if model in _warned_models:
@@ -56,7 +75,7 @@ def _warn_unpriced_once(model: str) -> None:
         f"Add it to the PRICES setting, e.g. PRICES={{{model!r}: {{'input': 1.0, 'output': 2.0}}}} "
         "(USD per 1M tokens), in aiforge.yaml, AIFORGE_PRICES or the PRICES= keyword.",
         UserWarning,
-        stacklevel=3,
+        stacklevel=_caller_stacklevel(),
     )
 
 
@@ -107,7 +126,9 @@ class CostTracker:
         )
         with self._lock:
             self._add(entry)
-        if not priced:
+        # With no token counts (plain function providers) there is nothing PRICES could fix:
+        # the record says unpriced, but a warning would only be noise.
+        if not priced and usage.total_tokens:
             _warn_unpriced_once(model)
         return entry
 

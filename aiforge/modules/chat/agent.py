@@ -270,7 +270,8 @@ class Turn:
         else:
             try:
                 output = await run_tool(tool, call["arguments"])
-                error = False
+                # Tools that report failure as text (aiforge's built-ins) start it with "Error:".
+                error = output.startswith("Error:")
             except Exception as exc:  # noqa: BLE001 - a tool's failure is reported to the model
                 output = describe_tool_error(exc)
         record = {

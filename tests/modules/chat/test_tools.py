@@ -583,3 +583,13 @@ def test_slow_sync_tools_do_not_block_the_event_loop() -> None:
     asyncio.run(main())
 
     assert ticks >= 5
+
+
+def test_tool_returning_error_text_is_flagged_as_an_error() -> None:
+    from aiforge import ChatAgent
+    from aiforge.modules.chat.builtin_tools import calculator
+    from aiforge.providers.scripted import ScriptedProvider, tool_call
+
+    agent = ChatAgent(provider=ScriptedProvider([tool_call("calculator", expression="5 km"), "Sorry."]), tools=[calculator])
+    record = agent.chat("what is 5 km?").tool_calls[0]
+    assert record.output.startswith("Error:") and record.error is True
