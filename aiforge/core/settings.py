@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from aiforge.core.logs import register_secret
 from aiforge.core.types import ConfigError
@@ -123,6 +123,7 @@ class AIForgeSettings(BaseSettings):
 
 
 _SECRET_FIELDS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GATEWAY_API_KEY")
+_JSON_FIELDS = ("PRICES", "QUALITY_MODELS", "chat")
 _FIELDS = frozenset(AIForgeSettings.model_fields)
 
 
@@ -175,6 +176,8 @@ def _load_yaml(path: Path) -> _YamlConfig:
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"invalid YAML in {where}: {problem}") from None
+    except RecursionError:
+        raise ConfigError(f"invalid YAML in {path}: nested too deeply") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -243,6 +246,15 @@ def load_settings(**overrides: Any) -> AIForgeSettings:
                 raise ConfigError(f"{yaml_config.path}:{yaml_config.lines.get(name)}: 'chat' must be a mapping")
     try:
         settings = AIForgeSettings(**overrides)
+    except SettingsError as exc:
+        # pydantic-settings could not decode a complex field from the environment (JSON).
+        names = [n for n in _JSON_FIELDS for env in (ENV_PREFIX + n,) if env in os.environ]
+        where = f"environment variable {ENV_PREFIX}{names[0]}" if names else "the environment"
+        example = '{"my-model": {"input": 1.0, "output": 2.0}}'
+        raise ConfigError(
+            f"invalid value in {where}: complex settings are read from the environment as JSON, "
+            f"e.g. AIFORGE_PRICES='{example}' ({type(exc).__name__})"
+        ) from None
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = first.get("loc") or ("settings",)
