@@ -241,3 +241,16 @@ def _emphasis_html(text: str) -> str:
 def _emphasis(escaped: str) -> str:
     escaped = _BOLD.sub(r"<strong>\2</strong>", escaped)
     return _ITALIC.sub(lambda m: f"<em>{m.group(1) or m.group(2)}</em>", escaped)
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """``text`` with lone surrogates (from ``surrogateescape`` decoding) replaced by U+FFFD.
+
+    Such strings cannot be encoded as UTF-8, so one in a tool result or tool argument would make
+    every later request of the conversation fail inside the HTTP client.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text

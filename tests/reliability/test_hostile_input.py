@@ -112,11 +112,6 @@ def test_message_of_one_megabyte_round_trips(echo_server: LLMServer, protocol: s
     assert response.input_tokens > 250_000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a lone surrogate reaches the HTTP client and escapes as UnicodeEncodeError "
-    "(fix: modules/chat/module.py::_check_message)",
-)
 @pytest.mark.parametrize("text", ["lone \ud800 surrogate", "\udcff", "pair ok 🙂 but \udfff lone"])
 def test_message_with_a_lone_surrogate_is_a_value_error(echo_server: LLMServer, protocol: str, text: str) -> None:
     # A lone surrogate cannot be encoded as UTF-8 (it comes from bad decoding, e.g. surrogateescape).
@@ -163,18 +158,6 @@ tool_arguments = st.one_of(
 )
 
 
-ANTHROPIC_NON_FINITE_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="bug: inf/nan parsed from tool arguments is re-sent in tool_use.input and the SDK's JSON encoder "
-    "raises ValueError (fix: providers/openai_wire.py::parse_tool_arguments)",
-)
-ANTHROPIC_SURROGATE_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="bug: a \\ud800 escape in tool arguments is re-sent in tool_use.input and raises UnicodeEncodeError "
-    "(fix: providers/openai_wire.py::parse_tool_arguments)",
-)
-
-
 def recording_tool(calls: list[str]) -> StructuredTool:
     def record(text: str) -> str:
         """Record a text."""
@@ -217,10 +200,8 @@ def test_any_tool_arguments_run_the_tool_or_answer_with_an_error(echo_server: LL
 @pytest.mark.parametrize("mode", ["complete", "stream"])
 @pytest.mark.parametrize("raw", ['{"text": 1e999}', '{"text": NaN}', '{"text": -Infinity}'])
 def test_tool_arguments_with_a_non_finite_number_do_not_break_the_turn(
-    echo_server: LLMServer, protocol: str, mode: str, raw: str, request: pytest.FixtureRequest
+    echo_server: LLMServer, protocol: str, mode: str, raw: str
 ) -> None:
-    if protocol == "anthropic":
-        request.applymarker(ANTHROPIC_NON_FINITE_BUG)
     # Python's json accepts these (1e999 overflows to inf); the APIs' strict JSON has no such numbers.
     calls: list[str] = []
     agent = make_agent(echo_server, protocol, tools=[recording_tool(calls)])
@@ -240,10 +221,8 @@ def test_tool_arguments_with_a_non_finite_number_do_not_break_the_turn(
 
 @pytest.mark.parametrize("mode", ["complete", "stream"])
 def test_tool_arguments_with_an_escaped_lone_surrogate_do_not_break_the_turn(
-    echo_server: LLMServer, protocol: str, mode: str, request: pytest.FixtureRequest
+    echo_server: LLMServer, protocol: str, mode: str
 ) -> None:
-    if protocol == "anthropic":
-        request.applymarker(ANTHROPIC_SURROGATE_BUG)
     # Valid JSON ("\ud800" is a legal escape) that decodes to a string UTF-8 cannot encode.
     calls: list[str] = []
     agent = make_agent(echo_server, protocol, tools=[recording_tool(calls)])
@@ -260,11 +239,6 @@ def test_tool_arguments_with_an_escaped_lone_surrogate_do_not_break_the_turn(
     assert not rejected(echo_server)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a tool's output with a lone surrogate breaks the next request with UnicodeEncodeError "
-    "(fix: modules/chat/agent.py::_stringify)",
-)
 def test_tool_output_with_a_lone_surrogate_does_not_break_the_turn(echo_server: LLMServer, protocol: str) -> None:
     # What os.fsdecode() or subprocess output decoded with errors="surrogateescape" gives for non-UTF-8 bytes.
     def read_file(name: str) -> str:

@@ -15,14 +15,18 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 
 from aiforge.core.costs import CostTracker
+from aiforge.core.render import replace_lone_surrogates
 from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, Usage
 from aiforge.modules.chat.prompts import TOOL_LIMIT_MESSAGE, TOOL_LIMIT_RESULT
 from aiforge.providers.base import Provider
+
+if TYPE_CHECKING:
+    from langgraph.types import Command
 
 
 class ChatAgentState(TypedDict):
@@ -61,6 +65,10 @@ def tool_spec(tool: Any) -> ToolSpec:
 
 
 def _stringify(value: Any) -> str:
+    return replace_lone_surrogates(_as_text(value))
+
+
+def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     content = getattr(value, "content", None)  # a ToolMessage or similar
@@ -211,6 +219,9 @@ class Turn:
                     held.clear()
             else:
                 self.emit_text(event)
+                # Let the consumer take this chunk now: when the whole response arrived in one
+                # read, the provider would otherwise parse every chunk before the first is seen.
+                await asyncio.sleep(0)
         if completion is None:
             raise RuntimeError(f"provider {self.provider_name!r} ended a stream without a Completion")
         if held and not parse_prompted_tool_calls(completion.text):
@@ -298,7 +309,9 @@ def _assistant_message(completion: Completion) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 
 
-async def _model_step(state: ChatAgentState, config: RunnableConfig, node: str) -> dict[str, Any]:
+async def _model_step(state: ChatAgentState, config: RunnableConfig, node: str) -> Command:
+    from langgraph.types import Command  # loaded with the graph, not at ``import aiforge``
+
     turn = _turn(config)
     completion, record = await turn.call_model(state["messages"], node)  # type: ignore[arg-type]
     messages = [*state["messages"], _assistant_message(completion)]
@@ -316,7 +329,7 @@ async def _model_step(state: ChatAgentState, config: RunnableConfig, node: str) 
         record["stopped_by_limit"] = True
         turn.emit_text(TOOL_LIMIT_MESSAGE.format(limit=limit), new_step=True)
         pending = []
-    return {
+    update = {
         "messages": messages,
         "tool_calls": pending,
         "trace": [record],
@@ -324,15 +337,19 @@ async def _model_step(state: ChatAgentState, config: RunnableConfig, node: str) 
         "total_output_tokens": completion.usage.output_tokens,
         "model": completion.model or state["model"],
     }
+    # The node routes itself: a conditional edge would be one more runnable per step, run on
+    # a worker thread for a sync router (0.2-0.3 ms of a 1 ms step, measured).
+    should_go_on = should_use_tools if node == "route" else should_continue_after_tool
+    return Command(update=update, goto=should_go_on({**state, "tool_calls": pending}))
 
 
-async def route(state: ChatAgentState, config: RunnableConfig) -> dict[str, Any]:
-    """Send the history to the model: it answers or asks for tools."""
+async def route(state: ChatAgentState, config: RunnableConfig) -> Command:
+    """Send the history to the model: it answers, or asks for tools (then ``execute_tool``)."""
     return await _model_step(state, config, "route")
 
 
-async def process_result(state: ChatAgentState, config: RunnableConfig) -> dict[str, Any]:
-    """Send the tool results back to the model: it answers or asks for more tools."""
+async def process_result(state: ChatAgentState, config: RunnableConfig) -> Command:
+    """Send the tool results back to the model: it answers, or asks for more tools (``execute_tool``)."""
     return await _model_step(state, config, "process_result")
 
 
@@ -363,10 +380,12 @@ async def execute_tool(state: ChatAgentState, config: RunnableConfig) -> dict[st
 
 
 def should_use_tools(state: ChatAgentState) -> str:
+    """Where ``route`` goes next: ``execute_tool`` with pending calls, else the end."""
     return "execute_tool" if state["tool_calls"] else "__end__"
 
 
 def should_continue_after_tool(state: ChatAgentState) -> str:
+    """Where ``process_result`` goes next: ``execute_tool`` with pending calls under the cap, else the end."""
     if state["tool_calls"] and state["iteration"] < state["max_tool_iterations"]:
         return "execute_tool"
     return "__end__"
@@ -391,13 +410,11 @@ def _compile() -> Any:
     from langgraph.graph import END, START, StateGraph
 
     graph = StateGraph(ChatAgentState)
-    graph.add_node("route", route)
+    # route and process_result pick their successor with should_use_tools and
+    # should_continue_after_tool (a Command); ``destinations`` draws those edges.
+    graph.add_node("route", route, destinations=("execute_tool", END))
     graph.add_node("execute_tool", execute_tool)
-    graph.add_node("process_result", process_result)
+    graph.add_node("process_result", process_result, destinations=("execute_tool", END))
     graph.add_edge(START, "route")
-    graph.add_conditional_edges("route", should_use_tools, {"execute_tool": "execute_tool", "__end__": END})
     graph.add_edge("execute_tool", "process_result")
-    graph.add_conditional_edges(
-        "process_result", should_continue_after_tool, {"execute_tool": "execute_tool", "__end__": END}
-    )
     return graph.compile()

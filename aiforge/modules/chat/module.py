@@ -50,6 +50,13 @@ def _check_message(message: Any) -> str:
         raise ValueError(f"message must be a str, got {type(message).__name__}")
     if not message.strip():
         raise ValueError("message must not be empty or whitespace-only")
+    try:
+        message.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"message contains {message[exc.start]!r} at position {exc.start}, a lone surrogate that "
+            "cannot be sent as UTF-8 (text decoded with errors='surrogateescape'?)"
+        ) from None
     return message
 
 
