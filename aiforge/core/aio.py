@@ -57,11 +57,30 @@ def in_running_loop() -> bool:
     return True
 
 
+def _thread_current_loop() -> asyncio.AbstractEventLoop | None:
+    """The loop last set with ``asyncio.set_event_loop`` in this thread, read without creating one."""
+    # The default policy keeps it per thread in ``_local._loop``. Python 3.14 deprecates the public
+    # policy getter: take the internal one where it exists, so a chat() never warns.
+    get_policy = getattr(asyncio.events, "_get_event_loop_policy", asyncio.get_event_loop_policy)
+    return getattr(getattr(get_policy(), "_local", None), "_loop", None)
+
+
+def _drain(loop: asyncio.AbstractEventLoop) -> None:
+    """Run the loop's already-queued callbacks (a stale ``stop`` among them) once."""
+    try:
+        loop.run_until_complete(asyncio.sleep(0))
+    except RuntimeError:  # "Event loop stopped before Future completed": the stale stop ran
+        pass
+
+
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion from sync code and return its result."""
     if not in_running_loop():
         loop = _private_loop()
         task = loop.create_task(coro)
+        # LangGraph makes the loop it runs on the thread's current loop: put the caller's back,
+        # or their later asyncio.get_event_loop() would hand them aiforge's private loop.
+        previous = _thread_current_loop()
         try:
             return loop.run_until_complete(task)
         except KeyboardInterrupt:
@@ -72,7 +91,14 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
                     loop.run_until_complete(task)
                 except BaseException:  # noqa: BLE001 - the interrupt is what the caller gets
                     pass
+            else:
+                # The interrupt landed just as the task finished: run_until_complete's own
+                # stop callback is still queued and would stop the next call's loop at once.
+                _drain(loop)
             raise
+        finally:
+            if _thread_current_loop() is not previous:
+                asyncio.set_event_loop(previous)
     return _run_on_background(coro)
 
 

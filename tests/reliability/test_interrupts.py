@@ -213,11 +213,6 @@ def _ctrl_c() -> None:
     raise KeyboardInterrupt
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a stale loop.stop() callback survives the interrupt; the next sync call raises RuntimeError "
-    "and its turn is left running (fix: core/aio.py::run_sync)",
-)
 def test_ctrl_c_as_a_sync_step_completes_leaves_the_next_sync_call_working(srv: LLMServer, protocol: str) -> None:
     # A signal handler runs between any two bytecodes of the main thread, so Ctrl-C can land in the
     # instant after a step of a sync call has finished and before the event loop has stopped. A
@@ -368,11 +363,6 @@ print(json.dumps({"outcomes": outcomes, "history": shell.user_ns["agent"].histor
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: KeyboardInterrupt from a sync tool stops aiforge's background loop for good; the cell hangs "
-    "(fix: modules/chat/agent.py::run_tool and core/aio.py::background_loop)",
-)
 def test_keyboard_interrupt_from_a_tool_in_a_kernel_leaves_the_agent_usable(srv: LLMServer) -> None:
     protocol = "openai"  # the tool path is the same for every provider; the child process is the cost
     srv.enqueue(Reply(tool_calls=[ToolCallSpec("fragile", {"city": "Oslo"})]))

@@ -100,12 +100,27 @@ def describe_tool_error(exc: Exception) -> str:
     return f"Error: {type(exc).__name__}: {exc}"
 
 
+class ToolInterrupted(Exception):  # noqa: N818 - it carries an interrupt, it is not an error of the tool
+    """A tool raised KeyboardInterrupt or SystemExit; ``original`` is re-raised once the turn is undone.
+
+    Escaping a task as-is, those would stop the event loop running the turn (aiforge's background
+    loop in a notebook), so they travel through the graph as an ordinary exception.
+    """
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(repr(original))
+        self.original = original
+
+
 async def run_tool(tool: Any, arguments: dict[str, Any]) -> str:
     """Invoke one tool, never blocking the event loop on a sync tool."""
-    ainvoke = getattr(tool, "ainvoke", None)
-    if ainvoke is not None:
-        return _stringify(await ainvoke(arguments))
-    return _stringify(await asyncio.to_thread(tool.invoke, arguments))
+    try:
+        ainvoke = getattr(tool, "ainvoke", None)
+        if ainvoke is not None:
+            return _stringify(await ainvoke(arguments))
+        return _stringify(await asyncio.to_thread(tool.invoke, arguments))
+    except (KeyboardInterrupt, SystemExit) as exc:
+        raise ToolInterrupted(exc) from None
 
 
 # ---------------------------------------------------------------------------
@@ -283,6 +298,8 @@ class Turn:
                 output = await run_tool(tool, call["arguments"])
                 # Tools that report failure as text (aiforge's built-ins) start it with "Error:".
                 error = output.startswith("Error:")
+            except ToolInterrupted:
+                raise
             except Exception as exc:  # noqa: BLE001 - a tool's failure is reported to the model
                 output = describe_tool_error(exc)
         record = {

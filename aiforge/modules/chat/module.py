@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 from aiforge.core.aio import run_sync
 from aiforge.core.module import BaseModule
 from aiforge.core.types import CallParams, ConfigError, Message
-from aiforge.modules.chat.agent import ChatAgentState, Turn, build_chat_graph, required_arguments, tool_spec
+from aiforge.modules.chat.agent import (
+    ChatAgentState,
+    ToolInterrupted,
+    Turn,
+    build_chat_graph,
+    required_arguments,
+    tool_spec,
+)
 from aiforge.modules.chat.memory import (
     MEMORY_MODES,
     SUMMARY_MAX_WORDS,
@@ -169,7 +176,10 @@ class ChatAgent(BaseModule):
 
     async def achat(self, message: str, *, system_prompt: str | None = None) -> ChatResponse:
         """Async version of ``chat``."""
-        return await self._turn(self._conversation, message, system_prompt, emit=None)
+        try:
+            return await self._turn(self._conversation, message, system_prompt, emit=None)
+        except ToolInterrupted as exc:
+            raise exc.original from None
 
     async def chat_stream(self, message: str, *, system_prompt: str | None = None) -> AsyncGenerator[str, None]:
         """Yield the reply's text chunks as the provider sends them.
@@ -192,6 +202,8 @@ class ChatAgent(BaseModule):
                 yield item
             finished = True
             task.result()
+        except ToolInterrupted as exc:
+            raise exc.original from None
         except GeneratorExit:
             # Closed early by the caller: finish the turn so it is recorded like chat().
             await asyncio.gather(task, return_exceptions=True)
