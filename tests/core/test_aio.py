@@ -26,6 +26,29 @@ def test_run_sync_reuses_the_thread_loop_between_calls() -> None:
     assert run_sync(current_loop()) is run_sync(current_loop())
 
 
+async def set_as_current_loop() -> None:
+    # What LangGraph's runner does on every step: make the running loop the thread's current loop.
+    asyncio.set_event_loop(asyncio.get_running_loop())
+
+
+def test_run_sync_leaves_the_callers_current_event_loop_in_place() -> None:
+    mine = asyncio.new_event_loop()
+    asyncio.set_event_loop(mine)
+    try:
+        run_sync(set_as_current_loop())
+        assert asyncio.get_event_loop() is mine
+    finally:
+        asyncio.set_event_loop(None)
+        mine.close()
+
+
+def test_run_sync_leaves_no_current_event_loop_when_there_was_none() -> None:
+    asyncio.set_event_loop(None)
+    run_sync(set_as_current_loop())
+    with pytest.raises(RuntimeError, match="no current event loop"):
+        asyncio.get_event_loop()
+
+
 def test_run_sync_inside_a_running_loop_uses_the_background_thread() -> None:
     async def notebook_cell() -> tuple[int, str]:
         # What a Jupyter cell does: sync API called while the kernel's loop is running.

@@ -137,6 +137,58 @@ async def test_arguments_that_are_not_a_json_object_are_kept_as_invalid_argument
     assert call["invalid_arguments"] == raw
 
 
+TOOL_HISTORY: list[Message] = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "c1", "name": "get_weather", "arguments": {"city": "Paris"}}],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
+async def test_requests_match_what_the_sdk_create_method_sends(
+    llm_server: LLMServer, make_provider: Any, stream: bool
+) -> None:
+    # aiforge posts its wire-shaped body with client.post, skipping create()'s request transform:
+    # the server must see the very same request, headers included.
+    provider = make_provider(llm_server.openai_base_url)
+    params = CallParams(model="gpt-4o", temperature=0.2, max_tokens=50)
+    if stream:
+        await collect(provider, TOOL_HISTORY, [WEATHER_TOOL])
+    else:
+        await provider.complete(TOOL_HISTORY, [WEATHER_TOOL], params)
+    ours = llm_server.requests[-1]
+    request = provider._request(TOOL_HISTORY, [WEATHER_TOOL], PARAMS if stream else params)
+    if stream:
+        request.update(stream=True, stream_options={"include_usage": True})
+    sdk_stream = await provider.client().chat.completions.create(**request)
+    if stream:
+        await sdk_stream.close()
+    theirs = llm_server.requests[-1]
+    assert ours.path == theirs.path
+    assert ours.body == theirs.body
+    assert ours.headers.keys() == theirs.headers.keys()
+    assert {k: v for k, v in ours.headers.items() if k != "content-length"} == {
+        k: v for k, v in theirs.headers.items() if k != "content-length"
+    }
+
+
+def test_the_sdk_request_transform_leaves_aiforge_requests_unchanged() -> None:
+    # What makes posting the body as is safe: create() would send the same JSON.
+    from openai._utils import maybe_transform
+    from openai.types.chat import completion_create_params
+
+    settings = load_settings(PROVIDER="openai", OPENAI_API_KEY=SECRET)
+    request = OpenAIProvider(settings)._request(TOOL_HISTORY, [WEATHER_TOOL], CallParams("gpt-4o", 0.2, 50))
+    assert maybe_transform(request, completion_create_params.CompletionCreateParamsNonStreaming) == request
+    request.update(stream=True, stream_options={"include_usage": True})
+    assert maybe_transform(request, completion_create_params.CompletionCreateParamsStreaming) == request
+
+
 # --- streaming --------------------------------------------------------------------------------
 
 

@@ -218,6 +218,19 @@ def test_chat_from_inside_a_running_event_loop_works() -> None:
     assert asyncio.run(cell()).message == "from a notebook"
 
 
+def test_chat_leaves_the_callers_current_event_loop_in_place() -> None:
+    # LangGraph sets the loop it runs on as the thread's current loop; chat() must undo that.
+    agent, _ = scripted_agent("hello")
+    mine = asyncio.new_event_loop()
+    asyncio.set_event_loop(mine)
+    try:
+        agent.chat("hi")
+        assert asyncio.get_event_loop() is mine
+    finally:
+        asyncio.set_event_loop(None)
+        mine.close()
+
+
 # ---------------------------------------------------------------------------
 # reset
 # ---------------------------------------------------------------------------
@@ -667,3 +680,4 @@ def test_file_structure_of_the_reference_page_exists() -> None:
 
     assert all(hasattr(prompts, n) for n in ("DEFAULT_SYSTEM_PROMPT", "TOOL_USE_SYSTEM", "SUMMARIZE_MEMORY_PROMPT"))
     assert callable(agent.build_chat_graph)
+

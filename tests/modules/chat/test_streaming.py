@@ -12,7 +12,8 @@ import pytest
 from langchain_core.tools import StructuredTool
 
 from aiforge import ChatAgent
-from aiforge.core.types import ProviderError
+from aiforge.core.types import Completion, ProviderError
+from aiforge.providers.base import Provider
 from aiforge.providers.scripted import ScriptedProvider, ScriptedReply, tool_call
 from tests.modules.chat.checks import assert_valid_history
 
@@ -44,6 +45,34 @@ async def test_chat_stream_yields_before_the_reply_is_complete() -> None:
 
     assert state_at_first_chunk == (0, None)  # the turn had not finished when the first delta arrived
     assert len(agent.history) == 2
+
+
+class BufferedStream(Provider):
+    """Yields every delta without awaiting, as a provider does when the whole response came in one read."""
+
+    supports_streaming = True
+    free = True
+
+    def __init__(self) -> None:
+        self.produced = 0
+
+    async def complete(self, messages, tools, params) -> Completion:
+        return Completion(text="one two three")
+
+    async def stream(self, messages, tools, params):
+        for piece in ("one ", "two ", "three"):
+            self.produced += 1
+            yield piece
+        yield Completion(text="one two three")
+
+
+async def test_each_chunk_reaches_the_consumer_before_the_provider_parses_the_next() -> None:
+    provider = BufferedStream()
+    agent = ChatAgent(provider=provider)
+
+    produced_at_arrival = [provider.produced async for _chunk in agent.chat_stream("count")]
+
+    assert produced_at_arrival == [1, 2, 3]
 
 
 async def test_streamed_turn_is_recorded_in_history_and_last_response() -> None:

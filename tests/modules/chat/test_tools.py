@@ -590,6 +590,7 @@ def test_tool_returning_error_text_is_flagged_as_an_error() -> None:
     from aiforge.modules.chat.builtin_tools import calculator
     from aiforge.providers.scripted import ScriptedProvider, tool_call
 
-    agent = ChatAgent(provider=ScriptedProvider([tool_call("calculator", expression="5 km"), "Sorry."]), tools=[calculator])
+    provider = ScriptedProvider([tool_call("calculator", expression="5 km"), "Sorry."])
+    agent = ChatAgent(provider=provider, tools=[calculator])
     record = agent.chat("what is 5 km?").tool_calls[0]
     assert record.output.startswith("Error:") and record.error is True
