@@ -76,8 +76,12 @@ LAB_SETTINGS = {
 }
 
 
+# Read at import: the per-test isolation fixture clears AIFORGE_* variables.
+REQUIRE_BROWSER = os.environ.get("AIFORGE_REQUIRE_BROWSER") == "1"
+
+
 def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("AIFORGE_REQUIRE_BROWSER") == "1":
+    if REQUIRE_BROWSER:
         pytest.fail(f"AIFORGE_REQUIRE_BROWSER=1 but {reason}")
     pytest.skip(reason)
 

@@ -6,7 +6,6 @@ URL hits the discard port and fails fast instead of reaching a real API.
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -23,20 +22,7 @@ KEY = "sk-test-SECRET"
 """The API key every wire agent of this suite uses; it must never show up anywhere."""
 PROTOCOLS = ("openai", "anthropic")
 
-_PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
-_UNREACHABLE = "http://127.0.0.1:9"
 
-
-@pytest.fixture(autouse=True)
-def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    """No aiforge.yaml, no AIFORGE_* or provider variables from the machine; never a real API."""
-    for name in list(os.environ):
-        if name.startswith("AIFORGE_") or name in _PROVIDER_ENV or name.startswith("LANGGRAPH_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("OPENAI_BASE_URL", _UNREACHABLE)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", _UNREACHABLE)
-    monkeypatch.setenv("TQDM_DISABLE", "1")
-    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture

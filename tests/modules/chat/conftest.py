@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -11,21 +10,6 @@ from langchain_core.tools import StructuredTool
 
 from aiforge import ChatAgent
 from tests.support.llm_server import LLMServer
-
-_PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
-_UNREACHABLE = "http://127.0.0.1:9"  # the discard port: a test that forgets its base URL fails fast
-
-
-@pytest.fixture(autouse=True)
-def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    """No aiforge.yaml, no AIFORGE_* or provider variables from the machine; never a real API."""
-    for name in list(os.environ):
-        if name.startswith("AIFORGE_") or name in _PROVIDER_ENV or name.startswith("LANGGRAPH_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("OPENAI_BASE_URL", _UNREACHABLE)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", _UNREACHABLE)
-    monkeypatch.setenv("TQDM_DISABLE", "1")
-    monkeypatch.chdir(tmp_path)
 
 
 def calculate(expression: str) -> str:

@@ -1,0 +1,24 @@
+"""Fixtures for every test: an isolated configuration that can never reach a real API."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+_PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+UNREACHABLE = "http://127.0.0.1:9"
+"""The discard port: a test that forgets its base URL fails fast instead of reaching a real API."""
+
+
+@pytest.fixture(autouse=True)
+def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """No aiforge.yaml, no AIFORGE_* or provider variables from the machine; never a real API."""
+    for name in list(os.environ):
+        if name.startswith("AIFORGE_") or name in _PROVIDER_ENV or name.startswith("LANGGRAPH_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("OPENAI_BASE_URL", UNREACHABLE)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", UNREACHABLE)
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    monkeypatch.chdir(tmp_path)
