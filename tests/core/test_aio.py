@@ -132,7 +132,11 @@ def test_interrupt_on_the_background_path_waits_for_cleanup() -> None:
             run_sync(work())
         assert state.get("cleaned") is True
 
-    asyncio.new_event_loop().run_until_complete(cell())
+    kernel = asyncio.new_event_loop()
+    try:
+        kernel.run_until_complete(cell())
+    finally:
+        kernel.close()
 
 
 def test_system_exit_inside_a_coroutine_does_not_kill_the_background_loop() -> None:

@@ -22,6 +22,7 @@ def llm_server() -> Iterator[LLMServer]:
 class _CannedSSE(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     body = b""
+    content_type = "text/event-stream"
 
     def log_message(self, format, *args):  # noqa: A002 - keep test output clean
         pass
@@ -29,7 +30,7 @@ class _CannedSSE(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Type", self.content_type)
         self.send_header("Content-Length", str(len(self.body)))
         self.send_header("Connection", "close")
         self.end_headers()
@@ -37,16 +38,16 @@ class _CannedSSE(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def canned_sse() -> Iterator[Callable[[list[str]], str]]:
-    """``serve(events) -> base URL``: answers every POST with these SSE events, verbatim.
+def canned_sse() -> Iterator[Callable[..., str]]:
+    """``serve(events, content_type=...) -> base URL``: answers every POST with these SSE events, verbatim.
 
     For stream shapes the fake server does not produce, such as interleaved fragments of
-    parallel tool calls.
+    parallel tool calls, and for bodies of another content type.
     """
     servers: list[ThreadingHTTPServer] = []
 
-    def serve(events: list[str]) -> str:
-        handler = type("Handler", (_CannedSSE,), {"body": "".join(events).encode()})
+    def serve(events: list[str], content_type: str = "text/event-stream") -> str:
+        handler = type("Handler", (_CannedSSE,), {"body": "".join(events).encode(), "content_type": content_type})
         server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         server.daemon_threads = True
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()

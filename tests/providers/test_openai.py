@@ -189,6 +189,25 @@ def test_the_sdk_request_transform_leaves_aiforge_requests_unchanged() -> None:
     assert maybe_transform(request, completion_create_params.CompletionCreateParamsStreaming) == request
 
 
+async def test_a_json_answer_labelled_as_text_is_still_read(canned_sse: Any, make_provider: Any) -> None:
+    answer = {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris."}, "finish_reason": "stop"}],
+    }
+    base_url = canned_sse([json.dumps(answer)], content_type="text/plain")
+    completion = await make_provider(base_url + "/v1").complete(HELLO, None, PARAMS)
+    assert (completion.text, completion.model, completion.finish_reason) == ("Paris.", "gpt-4o-mini", "stop")
+
+
+async def test_an_answer_that_is_not_a_chat_completion_is_a_provider_error(canned_sse: Any, make_provider: Any) -> None:
+    base_url = canned_sse(["<html>Sign in to the proxy</html>"], content_type="text/html")
+    with pytest.raises(ProviderError, match="not a Chat Completions object: '<html>Sign in"):
+        await make_provider(base_url + "/v1").complete(HELLO, None, PARAMS)
+
+
 # --- streaming --------------------------------------------------------------------------------
 
 
