@@ -6,8 +6,12 @@ Nothing here imports a provider SDK, LangGraph or IPython.
 
 from __future__ import annotations
 
+import json
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict
+
+from aiforge.core.render import replace_lone_surrogates
 
 # ---------------------------------------------------------------------------
 # Errors
@@ -121,6 +125,47 @@ class Message(TypedDict):
     tool_calls: NotRequired[list[ToolCall]]
     tool_call_id: NotRequired[str]
     name: NotRequired[str]
+
+
+def parse_tool_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """``(arguments, invalid_arguments)``: a JSON object, or ``{}`` and the raw text when it is not one."""
+    if isinstance(raw, dict):
+        return _checked_arguments(raw, json.dumps(raw, default=str))
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}, None  # a call to a tool without parameters
+    if not isinstance(raw, str):
+        return {}, json.dumps(raw, default=str)
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}, raw
+    return _checked_arguments(value, raw)
+
+
+def _checked_arguments(value: Any, raw: str) -> tuple[dict[str, Any], str | None]:
+    """Arguments that can be sent back on the wire: a JSON object, finite numbers, UTF-8 text."""
+    if not isinstance(value, dict):
+        return {}, raw
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # NaN or Infinity: no provider accepts them back in the history
+        return {}, raw
+    cleaned = replace_lone_surrogates(text)
+    return (value if cleaned is text else json.loads(cleaned)), None
+
+
+def new_tool_call(name: str, raw_arguments: Any = None, call_id: str | None = None) -> ToolCall:
+    """The one way to build a ``ToolCall``: arguments checked, a missing id (some gateways omit it) made fresh.
+
+    ``raw_arguments`` is a dict or the JSON text a model produced; anything that is not a JSON
+    object with finite numbers is kept as ``invalid_arguments`` so the agent can answer the call
+    with a clear error instead of running the tool.
+    """
+    arguments, invalid = parse_tool_arguments(raw_arguments)
+    call = ToolCall(id=call_id or f"call_{secrets.token_hex(12)}", name=name, arguments=arguments)
+    if invalid is not None:
+        call["invalid_arguments"] = invalid
+    return call
 
 
 class ToolSpec(TypedDict):

@@ -29,6 +29,7 @@ from aiforge.core.types import (
     RateLimitError,
     ToolSpec,
     Usage,
+    new_tool_call,
 )
 from aiforge.providers.base import Provider, StreamEvent
 from aiforge.providers.openai_wire import (
@@ -36,7 +37,6 @@ from aiforge.providers.openai_wire import (
     ClientPerLoop,
     key_fingerprint,
     leaks_secret,
-    make_tool_call,
     redact,
     redact_body,
     redactable,
@@ -152,7 +152,7 @@ def completion_from_anthropic(message: Any) -> Completion:
         if block.type == "text":
             texts.append(block.text)
         elif block.type == "tool_use":
-            completion.tool_calls.append(make_tool_call(block.id, block.name, block.input))
+            completion.tool_calls.append(new_tool_call(block.name, block.input, block.id))
     completion.text = "".join(texts)
     return completion
 
@@ -215,7 +215,7 @@ class AnthropicStreamState:
         for index in sorted(self.tool_blocks):
             block = self.tool_blocks[index]
             raw = "".join(block["json"]) if block["json"] else block["input"]
-            calls.append(make_tool_call(block["id"], block["name"], raw))
+            calls.append(new_tool_call(block["name"], raw, block["id"]))
         c = self.counts
         return Completion(
             text=self.text,

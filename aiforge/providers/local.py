@@ -35,6 +35,7 @@ from aiforge.core.types import (
     ToolCall,
     ToolSpec,
     Usage,
+    new_tool_call,
 )
 from aiforge.providers.base import Provider, StreamEvent
 from aiforge.providers.local_weights import find_default_weights, resolve_model_path
@@ -347,10 +348,6 @@ def repeats_a_call(call: ToolCall, messages: list[Message]) -> bool:
     return False
 
 
-def _new_call_id() -> str:
-    return f"call_{secrets.token_hex(12)}"
-
-
 def parse_reply(stream: AnswerStream) -> tuple[str, list[ToolCall]]:
     """The answer text or the tool call in a constrained reply, also when it was cut off."""
     try:
@@ -358,13 +355,7 @@ def parse_reply(stream: AnswerStream) -> tuple[str, list[ToolCall]]:
     except ValueError:
         data = None
     if isinstance(data, dict) and "tool" in data:
-        arguments = data.get("arguments")
-        call: ToolCall = {"id": _new_call_id(), "name": str(data["tool"]), "arguments": {}}
-        if isinstance(arguments, dict):
-            call["arguments"] = arguments
-        else:
-            call["invalid_arguments"] = json.dumps(arguments)
-        return "", [call]
+        return "", [new_tool_call(str(data["tool"]), data.get("arguments"))]
     if isinstance(data, dict) and "answer" in data:
         return str(data["answer"]), []
     if stream.is_answer:  # cut off by max_tokens inside the answer
@@ -372,7 +363,9 @@ def parse_reply(stream: AnswerStream) -> tuple[str, list[ToolCall]]:
     opening = _TOOL_OPENING.match(stream.raw)
     if opening is not None:  # cut off inside a tool call: let the agent report it to the model
         name = json.loads(f'"{opening.group(1)}"')
-        return "", [{"id": _new_call_id(), "name": name, "arguments": {}, "invalid_arguments": stream.raw}]
+        call = new_tool_call(name)
+        call["invalid_arguments"] = stream.raw
+        return "", [call]
     return "", []
 
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import aclosing, suppress
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol, TypeVar
 
-from aiforge.core.render import replace_lone_surrogates
 from aiforge.core.retry import RetryPolicy, call_with_retries, iterate_with_retries, parse_retry_after
 from aiforge.core.types import (
     APIConnectionError,
@@ -31,9 +29,9 @@ from aiforge.core.types import (
     PermissionDeniedError,
     ProviderError,
     RateLimitError,
-    ToolCall,
     ToolSpec,
     Usage,
+    new_tool_call,
 )
 from aiforge.providers.base import Provider, StreamEvent
 
@@ -138,42 +136,6 @@ def redactable(*keys: str | None) -> tuple[str, ...]:
     return tuple(k for k in keys if k and len(k) >= 8)
 
 
-def parse_tool_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
-    """``(arguments, invalid_arguments)``: a JSON object, or ``{}`` and the raw text when it is not one."""
-    if isinstance(raw, dict):
-        return _checked_arguments(raw, json.dumps(raw, default=str))
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return {}, None  # a call to a tool without parameters
-    if not isinstance(raw, str):
-        return {}, json.dumps(raw, default=str)
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {}, raw
-    return _checked_arguments(value, raw)
-
-
-def _checked_arguments(value: Any, raw: str) -> tuple[dict[str, Any], str | None]:
-    """Arguments that can be sent back on the wire: a JSON object, finite numbers, UTF-8 text."""
-    if not isinstance(value, dict):
-        return {}, raw
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except ValueError:  # NaN or Infinity: no provider accepts them back in the history
-        return {}, raw
-    cleaned = replace_lone_surrogates(text)
-    return (value if cleaned is text else json.loads(cleaned)), None
-
-
-def make_tool_call(call_id: str | None, name: str, raw_arguments: Any) -> ToolCall:
-    """A neutral ``ToolCall``; a missing id (some gateways omit it) gets a fresh one."""
-    arguments, invalid = parse_tool_arguments(raw_arguments)
-    call = ToolCall(id=call_id or f"call_{os.urandom(12).hex()}", name=name, arguments=arguments)
-    if invalid is not None:
-        call["invalid_arguments"] = invalid
-    return call
-
-
 # ---------------------------------------------------------------------------
 # Requests
 # ---------------------------------------------------------------------------
@@ -255,7 +217,7 @@ def completion_from_openai(response: Mapping[str, Any]) -> Completion:
     for call in message.get("tool_calls") or []:
         function = call.get("function")
         if function is not None:
-            tool_call = make_tool_call(call.get("id"), function.get("name"), function.get("arguments"))
+            tool_call = new_tool_call(function.get("name"), function.get("arguments"), call.get("id"))
             completion.tool_calls.append(tool_call)
     return completion
 
@@ -321,7 +283,7 @@ class OpenAIStreamState:
         """The final ``Completion`` of everything fed so far."""
         return Completion(
             text=self.text,
-            tool_calls=[make_tool_call(c.id, c.name, "".join(c.arguments)) for c in self.calls.values()],
+            tool_calls=[new_tool_call(c.name, "".join(c.arguments), c.id) for c in self.calls.values()],
             usage=self.usage or Usage(),
             model=self.model,
             finish_reason=self.finish_reason,

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, Usage
+from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, Usage, new_tool_call
 from aiforge.providers.base import Provider, StreamEvent
 
 _ids = itertools.count(1)
@@ -55,12 +55,12 @@ Script = str | ScriptedReply | BaseException | Callable[[list[Message]], "str | 
 def tool_call(name: str, arguments: dict[str, Any] | None = None, /, **kwargs: Any) -> ScriptedReply:
     """A scripted reply that calls one tool: ``tool_call("weather", city="NYC")``."""
     args = dict(arguments or {}, **kwargs)
-    return ScriptedReply(tool_calls=[{"id": f"call_{next(_ids):06d}", "name": name, "arguments": args}])
+    return ScriptedReply(tool_calls=[new_tool_call(name, args, f"call_{next(_ids):06d}")])
 
 
 def tool_calls(*calls: tuple[str, dict[str, Any]]) -> ScriptedReply:
     """A scripted reply with several parallel tool calls: ``tool_calls(("a", {...}), ("b", {...}))``."""
-    return ScriptedReply(tool_calls=[{"id": f"call_{next(_ids):06d}", "name": n, "arguments": a} for n, a in calls])
+    return ScriptedReply(tool_calls=[new_tool_call(n, a, f"call_{next(_ids):06d}") for n, a in calls])
 
 
 def _echo(messages: list[Message]) -> str:

@@ -11,7 +11,6 @@ import asyncio
 import json
 import operator
 import re
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 
 from aiforge.core.costs import CostTracker
 from aiforge.core.render import replace_lone_surrogates
-from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, Usage
+from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, Usage, new_tool_call
 from aiforge.modules.chat.prompts import TOOL_LIMIT_MESSAGE, TOOL_LIMIT_RESULT
 from aiforge.providers.base import Provider
 
@@ -144,13 +143,7 @@ def parse_prompted_tool_calls(text: str) -> list[ToolCall]:
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("tool"), str):
             return []
-        call: ToolCall = {"id": f"call_{secrets.token_hex(6)}", "name": item["tool"], "arguments": {}}
-        arguments = item.get("input", {})
-        if isinstance(arguments, dict):
-            call["arguments"] = arguments
-        else:
-            call["invalid_arguments"] = json.dumps(arguments)
-        calls.append(call)
+        calls.append(new_tool_call(item["tool"], item.get("input", {})))
     return calls
 
 
