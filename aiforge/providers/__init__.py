@@ -84,7 +84,7 @@ def _local_weights_available(settings: AIForgeSettings) -> bool:
         return True
     if importlib.util.find_spec("xllamacpp") is None:
         return False
-    from aiforge.providers.local_weights import find_default_weights
+    from aiforge.providers.local.weights import find_default_weights
 
     return find_default_weights() is not None
 

@@ -13,12 +13,11 @@ import pytest
 
 from aiforge.core.settings import load_settings
 from aiforge.core.types import BadRequestError, CallParams, Completion, ConfigError, Message, ToolSpec
-from aiforge.providers import local_weights
-from aiforge.providers.local import AnswerStream, LocalProvider
-from aiforge.providers.local_weights import find_default_weights, resolve_model_path
+from aiforge.providers.local import LocalProvider, weights
+from aiforge.providers.local.weights import find_default_weights, resolve_model_path
 
-if not local_weights.xllamacpp_installed() or find_default_weights() is None:
-    pytest.skip(f"the embedded model is not installed: {local_weights.INSTALL_HINT}", allow_module_level=True)
+if not weights.xllamacpp_installed() or find_default_weights() is None:
+    pytest.skip(f"the embedded model is not installed: {weights.INSTALL_HINT}", allow_module_level=True)
 
 pytestmark = pytest.mark.embedded
 
@@ -216,14 +215,14 @@ def test_local_model_path_takes_precedence_over_the_bundled_weights() -> None:
 
 
 def test_missing_bindings_are_a_config_error_with_the_install_command(monkeypatch) -> None:
-    monkeypatch.setattr(local_weights, "xllamacpp_installed", lambda: False)
+    monkeypatch.setattr(weights, "xllamacpp_installed", lambda: False)
 
     with pytest.raises(ConfigError, match=re.escape('pip install "aiforge-kit[local]"')):
         LocalProvider(load_settings())
 
 
 def test_missing_weights_are_a_config_error_with_the_install_commands(monkeypatch) -> None:
-    monkeypatch.setattr(local_weights, "find_default_weights", lambda: None)
+    monkeypatch.setattr(weights, "find_default_weights", lambda: None)
 
     with pytest.raises(ConfigError) as raised:
         LocalProvider(load_settings())
@@ -238,13 +237,3 @@ def test_a_prompt_beyond_the_context_names_the_setting() -> None:
 
     with pytest.raises(BadRequestError, match="LOCAL_CONTEXT_SIZE"):
         asyncio.run(small.complete(conversation("word " * 400), None, GREEDY))
-
-
-def test_answer_stream_decodes_escapes_split_across_tokens() -> None:
-    reply = AnswerStream()
-    pieces = ['{"answer": "caf', "\\u00e", '9 \\"ok\\"', "\\n \\ud83d", "\\ude00", '"}']
-
-    text = "".join(reply.feed(piece) for piece in pieces)
-
-    assert text == 'café "ok"\n 😀'
-    assert reply.text == text

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("xllamacpp", reason="the embedded model needs xllamacpp: pip install 'aiforge-kit[local]'")
 
 from aiforge import ChatAgent  # noqa: E402
-from aiforge.providers.local_weights import find_default_weights  # noqa: E402
+from aiforge.providers.local.weights import find_default_weights  # noqa: E402
 from tests.modules.chat.checks import assert_valid_history  # noqa: E402
 
 if find_default_weights() is None:

@@ -1,0 +1,25 @@
+"""The embedded model: llama.cpp in-process through ``xllamacpp``, SmolLM2-135M-Instruct by default.
+
+- ``weights.py``: which GGUF file to load (``LOCAL_MODEL_PATH`` or the bundled SmolLM2 weights);
+  cheap enough to run while resolving ``PROVIDER=auto``.
+- ``engine.py``: the llama.cpp server, loaded once per process on first use, and its worker thread.
+- ``protocol.py``: the constrained-JSON reply protocol that gives a model without tool support
+  native tool calls.
+- ``provider.py``: ``LocalProvider``, which puts the three together.
+
+Nothing here imports ``xllamacpp`` until a model is loaded.
+"""
+
+from aiforge.providers.local.engine import SLOTS, LocalEngine, shared_engine
+from aiforge.providers.local.protocol import AnswerStream, parse_reply
+from aiforge.providers.local.provider import DEFAULT_MAX_TOKENS, LocalProvider
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "SLOTS",
+    "AnswerStream",
+    "LocalEngine",
+    "LocalProvider",
+    "parse_reply",
+    "shared_engine",
+]

@@ -1,0 +1,206 @@
+"""Tools for a model whose chat template knows none: the constrained-JSON reply protocol.
+
+The model must reply with JSON matching ``{"tool": name, "arguments": {...}}`` or
+``{"answer": text}`` (``reply_schema``, enforced by llama.cpp's constrained decoding).
+``chat_messages`` writes the conversation in the roles SmolLM2 knows, ``AnswerStream`` streams
+only the answer text out of the growing JSON, and ``parse_reply`` turns a reply, complete or cut
+off, into text or a ``ToolCall``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+from aiforge.core.types import Message, ToolCall, ToolSpec, new_tool_call
+
+_PLACEHOLDERS = {
+    "string": "<text>",
+    "number": "<number>",
+    "integer": "<integer>",
+    "boolean": "<true or false>",
+    "array": "[...]",
+    "object": "{...}",
+}
+
+
+def _arguments_schema(tool: ToolSpec) -> dict[str, Any]:
+    schema = copy.deepcopy(tool.get("parameters") or {}) or {"type": "object", "properties": {}}
+    if schema.get("type") == "object":
+        # Without this a small model invents extra arguments the tool does not take.
+        schema.setdefault("additionalProperties", False)
+    return schema
+
+
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+"""The reply schema when the model must answer in text (it repeated a call it already has the result of)."""
+
+
+def reply_schema(tools: list[ToolSpec]) -> dict[str, Any]:
+    """The JSON schema a reply must match: one branch per tool call, one for a plain answer."""
+    branches: list[dict[str, Any]] = [
+        {
+            "type": "object",
+            "properties": {"tool": {"const": tool["name"]}, "arguments": _arguments_schema(tool)},
+            "required": ["tool", "arguments"],
+            "additionalProperties": False,
+        }
+        for tool in tools
+    ]
+    return {"anyOf": [*branches, ANSWER_SCHEMA]}
+
+
+def tool_instructions(tools: list[ToolSpec]) -> str:
+    """How the model is told about the tools and the JSON it must reply with."""
+    lines = ["You can use these tools:"]
+    for tool in tools:
+        lines.append(f"- {tool['name']}: {tool.get('description', '')}".rstrip())
+        for arg, spec in (tool.get("parameters") or {}).get("properties", {}).items():
+            if isinstance(spec, dict) and spec.get("description"):
+                lines.append(f"    {arg}: {spec['description']}")
+    lines.append("Reply with one JSON object and nothing else.")
+    for tool in tools:
+        properties = (tool.get("parameters") or {}).get("properties", {})
+        arguments = ", ".join(
+            f'"{arg}": {_PLACEHOLDERS.get(spec.get("type") if isinstance(spec, dict) else None, "<value>")}'
+            for arg, spec in properties.items()
+        )
+        lines.append(f'To use {tool["name"]}: {{"tool": "{tool["name"]}", "arguments": {{{arguments}}}}}')
+    lines.append('To answer the user directly: {"answer": "<your answer>"}')
+    return "\n".join(lines)
+
+
+def _call_json(call: ToolCall) -> str:
+    return json.dumps({"tool": call["name"], "arguments": call.get("arguments") or {}}, ensure_ascii=False)
+
+
+def chat_messages(messages: list[Message], tools: list[ToolSpec] | None) -> list[dict[str, str]]:
+    """The conversation in roles SmolLM2's template knows (system, user, assistant).
+
+    Tool calls become the JSON the model would have written, tool results become user messages
+    (the last ones asking for an answer), and with tools offered the instructions open the latest
+    user message, where this small model follows them best.
+    """
+    out: list[dict[str, str]] = []
+    names_by_id: dict[str, str] = {}
+    last_user = -1
+    results_at = -1  # index of the user message collecting consecutive tool results
+    for message in messages:
+        role, content = message["role"], message.get("content") or ""
+        if role == "tool":
+            name = message.get("name") or names_by_id.get(message.get("tool_call_id", ""), "the tool")
+            line = f"Result of {name}: {content}"
+            if results_at == len(out) - 1 and results_at >= 0:
+                out[results_at]["content"] += "\n" + line
+            else:
+                out.append({"role": "user", "content": line})
+                results_at = len(out) - 1
+            continue
+        if role == "assistant" and message.get("tool_calls"):
+            calls = message["tool_calls"]
+            names_by_id.update((call["id"], call["name"]) for call in calls)
+            content = "\n".join(_call_json(call) for call in calls)
+        elif role == "assistant" and tools:
+            content = json.dumps({"answer": content}, ensure_ascii=False)
+        elif role == "user":
+            last_user = len(out)
+        out.append({"role": role, "content": content})
+    if results_at == len(out) - 1 >= 0:
+        # Ending on a result, this small model otherwise often calls a tool again.
+        out[-1]["content"] += "\nAnswer the question with this result."
+    if tools:
+        instructions = tool_instructions(tools)
+        if last_user >= 0:
+            out[last_user]["content"] = f"{instructions}\n\n{out[last_user]['content']}"
+        else:
+            out.insert(0, {"role": "system", "content": instructions})
+    return out
+
+
+_ANSWER_OPENING = re.compile(r'\s*\{\s*"answer"\s*:\s*"')
+_TOOL_OPENING = re.compile(r'\s*\{\s*"tool"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_HIGH_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}$")
+
+
+def _json_string_prefix(body: str) -> str:
+    """The decoded text of a JSON string body that may still be growing (stops at its closing quote)."""
+    cut, i = 0, 0
+    while i < len(body):
+        char = body[i]
+        if char == '"':
+            cut = i
+            break
+        if char == "\\":
+            width = 6 if body[i + 1 : i + 2] == "u" else 2
+            if i + width > len(body):
+                break
+            i += width
+        else:
+            i += 1
+        cut = i
+    piece = body[:cut]
+    if _HIGH_SURROGATE.search(piece):  # wait for the low half of the pair
+        piece = piece[:-6]
+    return json.loads(f'"{piece}"', strict=False)
+
+
+class AnswerStream:
+    """Follows a reply's raw JSON as it is decoded and yields the ``answer`` text, never the JSON."""
+
+    def __init__(self) -> None:
+        self.raw = ""
+        self.text = ""
+        self._body_start: int | None = None
+
+    @property
+    def is_answer(self) -> bool:
+        return self._body_start is not None
+
+    def feed(self, delta: str) -> str:
+        """Add decoded JSON; return the answer text it completes (empty for a tool call)."""
+        self.raw += delta
+        if self._body_start is None:
+            opening = _ANSWER_OPENING.match(self.raw)
+            if opening is None:
+                return ""
+            self._body_start = opening.end()
+        text = _json_string_prefix(self.raw[self._body_start :])
+        new, self.text = text[len(self.text) :], text
+        return new
+
+
+def repeats_a_call(call: ToolCall, messages: list[Message]) -> bool:
+    """True when ``call`` was already made, with the same arguments, since the last user message."""
+    for message in reversed(messages):
+        if message["role"] == "user":
+            return False
+        for earlier in message.get("tool_calls") or ():
+            if earlier["name"] == call["name"] and earlier.get("arguments") == call["arguments"]:
+                return True
+    return False
+
+
+def parse_reply(stream: AnswerStream) -> tuple[str, list[ToolCall]]:
+    """The answer text or the tool call in a constrained reply, also when it was cut off."""
+    try:
+        data = json.loads(stream.raw)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and "tool" in data:
+        return "", [new_tool_call(str(data["tool"]), data.get("arguments"))]
+    if isinstance(data, dict) and "answer" in data:
+        return str(data["answer"]), []
+    if stream.is_answer:  # cut off by max_tokens inside the answer
+        return stream.text, []
+    opening = _TOOL_OPENING.match(stream.raw)
+    if opening is not None:  # cut off inside a tool call: let the agent report it to the model
+        name = json.loads(f'"{opening.group(1)}"')
+        return "", [new_tool_call(name, stream.raw)]
+    return "", []

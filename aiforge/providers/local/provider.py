@@ -1,0 +1,182 @@
+"""``LocalProvider``: the embedded model as a provider, streaming, with tools by constrained decoding.
+
+Each request is decoded on the shared engine's worker thread (``engine.py``); its tokens are handed
+to the event loop as they are decoded, and a consumer that stops listening stops the decoding.
+With tools offered, replies follow the JSON protocol of ``protocol.py`` and reach the agent as
+plain text or native ``ToolCall``s, never as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any, ClassVar
+
+from aiforge.core.types import (
+    BadRequestError,
+    CallParams,
+    Completion,
+    Message,
+    ProviderError,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from aiforge.providers.base import Provider, StreamEvent
+from aiforge.providers.local.engine import default_threads, shared_engine
+from aiforge.providers.local.protocol import (
+    ANSWER_SCHEMA,
+    AnswerStream,
+    chat_messages,
+    parse_reply,
+    repeats_a_call,
+    reply_schema,
+)
+from aiforge.providers.local.weights import resolve_model_path
+
+DEFAULT_MAX_TOKENS = 512
+"""Cap on generated tokens when neither the call nor MAX_TOKENS sets one: a tiny model can babble forever."""
+
+
+class _Run:
+    """One request: written by the worker thread's callback, read on the event loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.deltas: asyncio.Queue[str | None] = asyncio.Queue()
+        self.stop = threading.Event()
+        self.usage = Usage()
+        self.finish_reason: str | None = None
+        self.error: dict[str, Any] | None = None
+
+    def on_chunk(self, chunk: dict[str, Any]) -> bool:
+        if "error" in chunk:
+            self.error = chunk["error"] if isinstance(chunk["error"], dict) else {"message": str(chunk["error"])}
+            return True
+        for choice in chunk.get("choices") or ():
+            content = (choice.get("delta") or {}).get("content")
+            if content:
+                self.loop.call_soon_threadsafe(self.deltas.put_nowait, content)
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = Usage(
+                input_tokens=usage.get("prompt_tokens", 0),
+                output_tokens=usage.get("completion_tokens", 0),
+                cached_input_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0),
+            )
+        return self.stop.is_set()
+
+
+class LocalProvider(Provider):
+    """The embedded llama.cpp model: free, offline, streaming, with tools by constrained decoding."""
+
+    name: ClassVar[str] = "local"
+    supports_native_tools: ClassVar[bool] = True
+    supports_streaming: ClassVar[bool] = True
+    free: ClassVar[bool] = True
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+        model_path = resolve_model_path(settings)
+        threads = default_threads(settings.LOCAL_THREADS)
+        self.engine = shared_engine(model_path, threads, settings.LOCAL_CONTEXT_SIZE)
+        self.default_model = self.engine.model_name
+
+    @classmethod
+    def connection_key(cls, settings: Any) -> tuple[Any, ...]:
+        return (settings.LOCAL_MODEL_PATH, settings.LOCAL_THREADS, settings.LOCAL_CONTEXT_SIZE)
+
+    def _request(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> dict[str, Any]:
+        temperature = params.temperature if params.temperature is not None else self.settings.TEMPERATURE
+        max_tokens = params.max_tokens or self.settings.MAX_TOKENS or DEFAULT_MAX_TOKENS
+        return {
+            "messages": chat_messages(messages, tools),
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            # Temperature 0 promises the same reply to the same conversation. Reusing the KV cache
+            # of an earlier request breaks that: logits computed in other batches differ slightly,
+            # and greedy decoding of a small model flips on such differences. So a greedy call
+            # pays for its whole prompt; sampled calls reuse the cache.
+            "cache_prompt": temperature > 0,
+            # Always streamed, also for complete(): the per-token callback is what lets a
+            # cancelled caller stop the decoding.
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+
+    async def _decode(self, run: _Run, request: dict[str, Any]) -> AsyncIterator[str]:
+        """Yield the raw text deltas of one request as the worker thread decodes them."""
+        future = run.loop.run_in_executor(self.engine.executor, self.engine.generate, request, run.on_chunk)
+        future.add_done_callback(lambda _: run.deltas.put_nowait(None))
+        try:
+            while (delta := await run.deltas.get()) is not None:
+                yield delta
+            await future
+        finally:
+            # The consumer stopped early (closed, cancelled or failed): stop decoding for nobody.
+            run.stop.set()
+            future.cancel()
+        if run.error is not None:
+            raise self._error(run.error)
+
+    def _error(self, error: dict[str, Any]) -> ProviderError:
+        message = str(error.get("message") or error)
+        status = error.get("code")
+        if error.get("type") == "exceed_context_size_error":
+            message += (
+                f"; raise LOCAL_CONTEXT_SIZE (now {self.engine.context_size}, env AIFORGE_LOCAL_CONTEXT_SIZE "
+                "or aiforge.yaml) or keep less history"
+            )
+        cls = BadRequestError if status in (400, 422) else ProviderError
+        return cls(f"the embedded model failed: {message}", provider="local", status_code=status, body=error)
+
+    def _completion(self, run: _Run, text: str, tool_calls: list[ToolCall], usage: Usage) -> Completion:
+        return Completion(
+            text=text,
+            tool_calls=tool_calls,
+            usage=usage,
+            model=self.engine.model_name,
+            finish_reason="tool_calls" if tool_calls else run.finish_reason,
+        )
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
+        final: Completion | None = None
+        async with aclosing(self.stream(messages, tools, params)) as events:
+            async for event in events:
+                if isinstance(event, Completion):
+                    final = event
+        assert final is not None
+        return final
+
+    async def stream(
+        self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
+    ) -> AsyncIterator[StreamEvent]:
+        loop = asyncio.get_running_loop()
+        request = self._request(messages, tools, params)
+        if not tools:
+            run, parts = _Run(loop), []
+            async with aclosing(self._decode(run, request)) as deltas:
+                async for delta in deltas:
+                    parts.append(delta)
+                    yield delta
+            yield self._completion(run, "".join(parts), [], run.usage)
+            return
+        usage = Usage()
+        for schema in (reply_schema(tools), ANSWER_SCHEMA):
+            request["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
+            run, reply = _Run(loop), AnswerStream()
+            async with aclosing(self._decode(run, request)) as deltas:
+                async for delta in deltas:
+                    piece = reply.feed(delta)
+                    if piece:
+                        yield piece
+            usage += run.usage
+            text, tool_calls = parse_reply(reply)
+            # A small model tends to call again for a result it already has: make it answer.
+            if not (tool_calls and repeats_a_call(tool_calls[0], messages)):
+                break
+        yield self._completion(run, text, tool_calls, usage)
