@@ -167,7 +167,7 @@ def _cached_spec_of(output: Any) -> OutputSpec:
 def _build_spec(output: Any) -> OutputSpec:
     adapter = TypeAdapter(output)
     schema = adapter.json_schema()
-    target = _resolve(schema, schema.get("$defs", {}))
+    target = resolve_ref(schema, schema.get("$defs", {}))
     is_object = target.get("type") == "object" and "properties" in target
     if is_object and "$ref" in schema:
         # pydantic puts a self-referencing model's root behind a $ref: bring its body to the root
@@ -181,8 +181,8 @@ def _name_of(output: Any) -> str:
     return _NAME_UNSAFE.sub("_", raw)[:64] or "output"
 
 
-def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` with a local ``$ref`` followed (once is enough: pydantic never chains them)."""
+def resolve_ref(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with a local ``#/$defs/`` reference followed (once is enough: pydantic never chains them)."""
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
         return defs.get(ref.removeprefix("#/$defs/"), schema)
@@ -190,7 +190,7 @@ def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _allows_null(schema: dict[str, Any], defs: dict[str, Any]) -> bool:
-    schema = _resolve(schema, defs)
+    schema = resolve_ref(schema, defs)
     kind = schema.get("type")
     if kind == "null" or (isinstance(kind, list) and "null" in kind):
         return True
@@ -206,7 +206,7 @@ def _strict(schema: dict[str, Any], defs: dict[str, Any], path: str) -> dict[str
     schema.pop("$defs", None)  # kept once, at the root
     if "$ref" in schema and len(schema) > 1:
         siblings = {k: v for k, v in schema.items() if k != "$ref"}
-        schema = {**_resolve({"$ref": schema["$ref"]}, defs), **siblings}
+        schema = {**resolve_ref({"$ref": schema["$ref"]}, defs), **siblings}
     if "oneOf" in schema:
         schema["anyOf"] = schema.pop("oneOf")
     if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
@@ -245,7 +245,7 @@ def _strict(schema: dict[str, Any], defs: dict[str, Any], path: str) -> dict[str
 
 def _without_filled_nulls(data: Any, schema: dict[str, Any], defs: dict[str, Any]) -> Any:
     """``data`` without the nulls strict mode forced into optional, non-nullable fields (so defaults apply)."""
-    schema = _resolve(schema, defs)
+    schema = resolve_ref(schema, defs)
     if isinstance(data, dict) and isinstance(schema.get("properties"), dict):
         required = set(schema.get("required", []))
         cleaned = {}
@@ -260,7 +260,7 @@ def _without_filled_nulls(data: Any, schema: dict[str, Any], defs: dict[str, Any
         return cleaned
     if isinstance(data, list) and isinstance(schema.get("items"), dict):
         return [_without_filled_nulls(item, schema["items"], defs) for item in data]
-    branches = [s for s in schema.get("anyOf", []) if _resolve(s, defs).get("type") != "null"]
+    branches = [s for s in schema.get("anyOf", []) if resolve_ref(s, defs).get("type") != "null"]
     if len(branches) == 1:  # Optional[X]: the only branch that data can be walked through
         return _without_filled_nulls(data, branches[0], defs)
     return data
