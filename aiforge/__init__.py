@@ -18,8 +18,8 @@ _LAZY: dict[str, str] = {
     "AIForgeSettings": "aiforge.core.settings",
     "load_settings": "aiforge.core.settings",
     "setup_logging": "aiforge.core.logs",
-    "BatchResult": "aiforge.core.module",
-    "BaseModule": "aiforge.core.module",
+    "BatchResult": "aiforge.modules.base",
+    "BaseModule": "aiforge.modules.base",
     "CostTracker": "aiforge.core.costs",
     "Provider": "aiforge.providers.base",
     "register_provider": "aiforge.providers",
@@ -58,7 +58,6 @@ __all__ = [
 if TYPE_CHECKING:
     from aiforge.core.costs import CostTracker
     from aiforge.core.logs import setup_logging
-    from aiforge.core.module import BaseModule, BatchResult
     from aiforge.core.settings import AIForgeSettings, load_settings
     from aiforge.core.types import (
         AIForgeError,
@@ -67,6 +66,7 @@ if TYPE_CHECKING:
         ProviderError,
         RateLimitError,
     )
+    from aiforge.modules.base import BaseModule, BatchResult
     from aiforge.modules.chat.module import ChatAgent
     from aiforge.modules.chat.schemas import ChatResponse, ToolCallRecord
     from aiforge.modules.chat.widget import ChatPanel

@@ -1,12 +1,7 @@
-"""Showing model text in notebooks: throttled in-place streaming and safe Markdown.
+"""A turn in a notebook cell: the streamed text updated in place (throttled), then the final bundle.
 
-Model text is untrusted: JupyterLab runs ``<script>`` tags and inline event handlers in the
-HTML and Markdown outputs of the current session (they are "trusted"), and an ipywidgets
-``HTML`` value is set as ``innerHTML``. So text from a model never reaches a front end as
-markup: ``safe_markdown`` neutralises raw HTML for Markdown outputs, and ``markdown_to_html``
-escapes everything before rendering a small Markdown subset for widgets.
-
-Only the standard library is imported here; IPython is imported when something is shown.
+Model text reaches a Markdown output only through ``core.render`` (``safe_markdown``,
+``escape_markdown``) or inside a code fence; IPython is imported when something is shown.
 """
 
 from __future__ import annotations
@@ -16,16 +11,7 @@ import re
 import sys
 from typing import Any
 
-from aiforge.core.render import (  # noqa: F401 - re-exported for the notebook layer
-    CURSOR,
-    UPDATE_INTERVAL,
-    Throttle,
-    _split_fences,
-    describe_error,
-    escape_markdown,
-    markdown_to_html,
-    safe_markdown,
-)
+from aiforge.core.render import CURSOR, UPDATE_INTERVAL, Throttle, escape_markdown, safe_markdown
 
 # ---------------------------------------------------------------------------
 # Streaming output of a cell

@@ -1,4 +1,4 @@
-"""Response types of the chat module: ``ChatResponse`` and ``ToolCallRecord``."""
+"""Response types of the chat module: ``ChatResponse`` and ``ToolCallRecord``, with their notebook views."""
 
 from __future__ import annotations
 
@@ -16,6 +16,12 @@ TRACE_COLUMNS = [
     "step", "node", "name", "model", "input", "output", "error",
     "input_tokens", "output_tokens", "cost", "latency_ms",
 ]
+
+BATCH_COLUMNS = [
+    "input", "message", "model", "input_tokens", "output_tokens", "cost",
+    "latency_ms", "iterations", "tool_calls", "error", "trace_id",
+]
+"""The columns of ``BatchResult.to_dataframe`` for a batch of chat turns."""
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -99,6 +105,37 @@ class ChatResponse(BaseModel):
 
     def to_text(self) -> str:
         return self.message
+
+    def to_row(self) -> dict[str, Any]:
+        """This turn as a row of ``BatchResult.to_dataframe`` (``BATCH_COLUMNS`` but ``input``)."""
+        return {
+            "message": self.message,
+            "model": self.model,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": self.cost,
+            "latency_ms": self.latency_ms,
+            "iterations": self.iterations,
+            "tool_calls": len(self.tool_calls),
+            "error": None,
+            "trace_id": self.trace_id,
+        }
+
+    @classmethod
+    def failed_row(cls, error: str) -> dict[str, Any]:
+        """The row of a batch item whose turn failed with ``error``: no reply, nothing spent."""
+        return {
+            "message": None,
+            "model": None,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cost": 0.0,
+            "latency_ms": None,
+            "iterations": 0,
+            "tool_calls": 0,
+            "error": error,
+            "trace_id": None,
+        }
 
     def trace_dataframe(self) -> pd.DataFrame:
         """The trace as a DataFrame, one row per step."""

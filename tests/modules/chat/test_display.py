@@ -1,19 +1,16 @@
-"""Rich display of chat results in notebooks, plain reprs for terminals, and the DataFrame views."""
+"""Notebook and terminal views of chat results; the trace, cost and history DataFrames."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 import pytest
 
 from aiforge import ChatAgent
 from aiforge.core.costs import COLUMNS as COST_COLUMNS
-from aiforge.core.module import BATCH_COLUMNS, BatchResult
-from aiforge.core.types import ProviderError
-from aiforge.modules.chat.builtin_tools import calculator
 from aiforge.modules.chat.schemas import TRACE_COLUMNS, ChatResponse, ToolCallRecord
 from aiforge.providers.scripted import ScriptedProvider, tool_call
+from aiforge.tools import calculator
 
 HISTORY_COLUMNS = ["role", "content", "tool_calls", "tool_call_id"]
 
@@ -83,76 +80,6 @@ def test_tool_call_record_has_an_escaped_html_repr() -> None:
     record = ToolCallRecord(tool="search", input={"q": "<b>"}, output="<script>x</script>")
     rendered = record._repr_html_()
     assert "search" in rendered and "<script>" not in rendered
-
-
-# --- BatchResult -----------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def batch() -> BatchResult:
-    agent = agent_with("A", ProviderError("overloaded", provider="openai", status_code=529), "C")
-    return agent.run_batch(["first", "second", "third"], concurrency=1)
-
-
-def test_batch_dataframe_has_one_row_per_input_in_input_order(batch: BatchResult) -> None:
-    frame = batch.to_dataframe()
-    assert (
-        list(frame.columns)
-        == BATCH_COLUMNS
-        == [
-            "input",
-            "message",
-            "model",
-            "input_tokens",
-            "output_tokens",
-            "cost",
-            "latency_ms",
-            "iterations",
-            "tool_calls",
-            "error",
-            "trace_id",
-        ]
-    )
-    assert list(frame["input"]) == ["first", "second", "third"]
-    assert frame["message"][0] == "A" and pd.isna(frame["message"][1]) and frame["message"][2] == "C"
-    assert frame["error"][1].startswith("ProviderError: overloaded")
-    assert pd.isna(frame["error"][0]) and pd.isna(frame["error"][2])
-    assert frame["trace_id"][0] and frame["trace_id"][0] != frame["trace_id"][2]
-
-
-def test_batch_markdown_and_repr_summarise_it(batch: BatchResult) -> None:
-    assert batch._repr_markdown_().startswith("**Batch** · 2/3 ok · 1 failed · ")
-    assert repr(batch).startswith("BatchResult(items=3, ok=2, failed=1, total_cost=0.000000")
-
-
-
-def test_batch_has_an_html_repr(batch: BatchResult) -> None:
-    assert "2/3" in batch._repr_html_()
-
-
-def test_batch_progress_bar_follows_the_setting_and_tqdm_disable(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tqdm.auto
-
-    bars: list[int] = []
-
-    class RecordingBar:
-        def __init__(self, total: int, **kwargs: Any) -> None:
-            bars.append(total)
-
-        def update(self, n: int) -> None:
-            pass
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(tqdm.auto, "tqdm", RecordingBar)
-    monkeypatch.delenv("TQDM_DISABLE", raising=False)
-    agent_with().run_batch(["a", "b"])
-    assert bars == [2]
-    agent_with(PROGRESS_BAR=False).run_batch(["a", "b"])
-    monkeypatch.setenv("TQDM_DISABLE", "1")
-    agent_with().run_batch(["a", "b"])
-    assert bars == [2]
 
 
 # --- CostTracker, trace and history ----------------------------------------------------------------------------------

@@ -1,13 +1,19 @@
-"""BaseModule batch: ordering, partial failure, exact concurrency bound, inputs."""
+"""BaseModule and BatchResult: batch order, partial failure, exact concurrency bound, inputs, rows and views."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
 
+import pandas as pd
 import pytest
 
-from aiforge.core.types import RateLimitError
+from aiforge.core.types import ProviderError, RateLimitError
+from aiforge.modules.base import BaseModule, BatchResult
 from aiforge.modules.chat.module import ChatAgent
+from aiforge.modules.chat.schemas import BATCH_COLUMNS
 from aiforge.providers.scripted import ScriptedProvider
 
 
@@ -112,3 +118,125 @@ def test_run_batch_works_inside_a_running_loop() -> None:
 def test_empty_batch_is_fine() -> None:
     batch = ChatAgent(provider=CountingProvider()).run_batch([])
     assert (batch.results, batch.failed, len(batch.to_dataframe())) == ([], [], 0)
+
+
+def agent_with(*replies: Any, **kwargs: Any) -> ChatAgent:
+    return ChatAgent(provider=ScriptedProvider(replies), **kwargs)
+
+
+# --- BatchResult -----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def batch() -> BatchResult:
+    agent = agent_with("A", ProviderError("overloaded", provider="openai", status_code=529), "C")
+    return agent.run_batch(["first", "second", "third"], concurrency=1)
+
+
+def test_batch_dataframe_has_one_row_per_input_in_input_order(batch: BatchResult) -> None:
+    frame = batch.to_dataframe()
+    assert (
+        list(frame.columns)
+        == BATCH_COLUMNS
+        == [
+            "input",
+            "message",
+            "model",
+            "input_tokens",
+            "output_tokens",
+            "cost",
+            "latency_ms",
+            "iterations",
+            "tool_calls",
+            "error",
+            "trace_id",
+        ]
+    )
+    assert list(frame["input"]) == ["first", "second", "third"]
+    assert frame["message"][0] == "A" and pd.isna(frame["message"][1]) and frame["message"][2] == "C"
+    assert frame["error"][1].startswith("ProviderError: overloaded")
+    assert pd.isna(frame["error"][0]) and pd.isna(frame["error"][2])
+    assert frame["trace_id"][0] and frame["trace_id"][0] != frame["trace_id"][2]
+
+
+def test_batch_markdown_and_repr_summarise_it(batch: BatchResult) -> None:
+    assert batch._repr_markdown_().startswith("**Batch** · 2/3 ok · 1 failed · ")
+    assert repr(batch).startswith("BatchResult(items=3, ok=2, failed=1, total_cost=0.000000")
+
+
+
+def test_batch_has_an_html_repr(batch: BatchResult) -> None:
+    assert "2/3" in batch._repr_html_()
+
+
+def test_batch_progress_bar_follows_the_setting_and_tqdm_disable(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tqdm.auto
+
+    bars: list[int] = []
+
+    class RecordingBar:
+        def __init__(self, total: int, **kwargs: Any) -> None:
+            bars.append(total)
+
+        def update(self, n: int) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", RecordingBar)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    agent_with().run_batch(["a", "b"])
+    assert bars == [2]
+    agent_with(PROGRESS_BAR=False).run_batch(["a", "b"])
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    agent_with().run_batch(["a", "b"])
+    assert bars == [2]
+
+
+# --- BatchResult of another module -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Length:
+    """A result that is not a ChatResponse: the rows of its batches are its own."""
+
+    chars: int
+    cost: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def to_row(self) -> dict[str, Any]:
+        return {"chars": self.chars, "error": None}
+
+    @classmethod
+    def failed_row(cls, error: str) -> dict[str, Any]:
+        return {"chars": None, "error": error}
+
+
+class Measure(BaseModule):
+    async def arun(self, text: str, **kwargs: Any) -> Length:
+        if text == "boom":
+            raise ValueError("no length")
+        return Length(len(text), input_tokens=len(text))
+
+    async def arun_stream(self, text: str, **kwargs: Any) -> AsyncIterator[str]:
+        yield str(len(text))
+
+
+def test_a_batch_shows_the_rows_its_result_type_gives() -> None:
+    batch = Measure(provider="scripted").run_batch(["ab", "boom", "abcd"])
+    frame = batch.to_dataframe()
+    assert list(frame.columns) == ["input", "chars", "error"]
+    assert list(frame["chars"][[0, 2]]) == [2, 4] and pd.isna(frame["chars"][1])
+    assert frame["error"][1] == "ValueError: no length"
+    assert batch.total_tokens == 6
+
+
+def test_a_module_whose_arun_names_no_row_type_cannot_batch() -> None:
+    class Untyped(Measure):
+        async def arun(self, text: str, **kwargs: Any) -> str:
+            return text
+
+    with pytest.raises(TypeError, match=r"Untyped.arun must be annotated to return a type with to_row\(\)"):
+        Untyped(provider="scripted").run_batch(["a"])

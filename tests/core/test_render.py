@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from aiforge.core.render import Throttle, describe_error, markdown_to_html, safe_markdown
 from aiforge.core.types import ProviderError
-from aiforge.jupyter.display import Throttle, describe_error, markdown_to_html, safe_markdown
 
 HOSTILE = [
     "<script>alert(1)</script>",

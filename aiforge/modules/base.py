@@ -1,14 +1,19 @@
-"""``BaseModule``: settings, provider and costs for every aiforge module; the run/batch contract."""
+"""``BaseModule``: settings, provider and costs for every aiforge module; the run/batch contract.
+
+``run_batch`` returns a ``BatchResult``; its DataFrame rows come from the results themselves
+(``BatchItem``), so this module knows no module's result type.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import time
+import typing
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiforge.core.aio import iterate_sync, run_sync
 from aiforge.core.costs import CostTracker
@@ -18,6 +23,23 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from aiforge.providers.base import Provider
+
+
+class BatchItem(Protocol):
+    """What a module's ``arun`` returns: a result ``BatchResult`` can total and show as a row."""
+
+    cost: float
+    input_tokens: int
+    output_tokens: int
+
+    def to_row(self) -> dict[str, Any]:
+        """This result's row of ``BatchResult.to_dataframe``: every column but ``input``."""
+        ...
+
+    @classmethod
+    def failed_row(cls, error: str) -> dict[str, Any]:
+        """The row of an item that failed with ``error``; its keys are the columns, in order."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +59,8 @@ class BatchFailure:
 class BatchResult:
     """Results of ``run_batch``: successes in input order, failures with their index."""
 
+    item_type: type[BatchItem]
+    """The type of ``results``, which lays out the DataFrame rows."""
     results: list[Any] = field(default_factory=list)
     failed: list[BatchFailure] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
@@ -46,11 +70,11 @@ class BatchResult:
 
     @property
     def total_cost(self) -> float:
-        return sum(getattr(r, "cost", 0.0) for r in self.results)
+        return sum(r.cost for r in self.results)
 
     @property
     def total_tokens(self) -> int:
-        return sum(getattr(r, "input_tokens", 0) + getattr(r, "output_tokens", 0) for r in self.results)
+        return sum(r.input_tokens + r.output_tokens for r in self.results)
 
     def __len__(self) -> int:
         return len(self.inputs)
@@ -61,34 +85,11 @@ class BatchResult:
 
         rows: list[dict[str, Any] | None] = [None] * len(self.inputs)
         for index, result in zip(self.indices, self.results, strict=True):
-            rows[index] = {
-                "input": self.inputs[index],
-                "message": getattr(result, "message", str(result)),
-                "model": getattr(result, "model", None),
-                "input_tokens": getattr(result, "input_tokens", 0),
-                "output_tokens": getattr(result, "output_tokens", 0),
-                "cost": getattr(result, "cost", 0.0),
-                "latency_ms": getattr(result, "latency_ms", None),
-                "iterations": getattr(result, "iterations", 0),
-                "tool_calls": len(getattr(result, "tool_calls", []) or []),
-                "error": None,
-                "trace_id": getattr(result, "trace_id", None),
-            }
+            rows[index] = {"input": self.inputs[index], **result.to_row()}
         for failure in self.failed:
-            rows[failure.index] = {
-                "input": failure.input,
-                "message": None,
-                "model": None,
-                "input_tokens": 0,
-                "output_tokens": 0,
-                "cost": 0.0,
-                "latency_ms": None,
-                "iterations": 0,
-                "tool_calls": 0,
-                "error": f"{type(failure.error).__name__}: {failure.error}",
-                "trace_id": None,
-            }
-        return pd.DataFrame(rows, columns=BATCH_COLUMNS)
+            error = f"{type(failure.error).__name__}: {failure.error}"
+            rows[failure.index] = {"input": failure.input, **self.item_type.failed_row(error)}
+        return pd.DataFrame(rows, columns=["input", *self.item_type.failed_row("")])
 
     def __repr__(self) -> str:
         return (
@@ -118,21 +119,6 @@ class BatchResult:
         )
 
 
-BATCH_COLUMNS = [
-    "input",
-    "message",
-    "model",
-    "input_tokens",
-    "output_tokens",
-    "cost",
-    "latency_ms",
-    "iterations",
-    "tool_calls",
-    "error",
-    "trace_id",
-]
-
-
 def _progress_enabled(settings: AIForgeSettings) -> bool:
     flag = os.environ.get("TQDM_DISABLE", "").strip().lower()
     return settings.PROGRESS_BAR and flag in ("", "0", "false", "no")
@@ -142,6 +128,7 @@ class BaseModule(ABC):
     """Settings, provider and cost tracking shared by aiforge modules.
 
     Subclasses implement ``arun`` and ``arun_stream``; the sync and batch forms come from here.
+    ``arun``'s return annotation names its result type, a ``BatchItem``.
     """
 
     settings: AIForgeSettings
@@ -185,6 +172,17 @@ class BaseModule(ABC):
     def arun_stream(self, text: str, **kwargs: Any) -> AsyncIterator[str]:
         """Stream the output for one input."""
 
+    @classmethod
+    def result_type(cls) -> type[BatchItem]:
+        """What ``arun`` returns, read from its return annotation."""
+        result = typing.get_type_hints(cls.arun).get("return")
+        if not (isinstance(result, type) and hasattr(result, "to_row") and hasattr(result, "failed_row")):
+            raise TypeError(
+                f"{cls.__name__}.arun must be annotated to return a type with to_row() and failed_row() "
+                f"(see aiforge.modules.base.BatchItem), not {result!r}"
+            )
+        return result
+
     async def _arun_batch_item(self, text: str) -> Any:
         """Process one batch item; modules with state override this to isolate items."""
         return await self.arun(text)
@@ -208,6 +206,7 @@ class BaseModule(ABC):
         stops the others. More than ``max_batch`` items is a ``ValueError`` rather than a
         silent truncation.
         """
+        item_type = self.result_type()
         inputs = _batch_inputs(items)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
@@ -243,7 +242,7 @@ class BaseModule(ABC):
         finally:
             if progress is not None:
                 progress.close()
-        result = BatchResult(inputs=inputs, wall_time_s=time.perf_counter() - started)
+        result = BatchResult(item_type, inputs=inputs, wall_time_s=time.perf_counter() - started)
         for index in range(len(inputs)):
             if index in errors:
                 result.failed.append(BatchFailure(index, inputs[index], errors[index]))
