@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import secrets
 import time
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from aiforge.core.aio import run_sync
-from aiforge.core.module import BaseModule
 from aiforge.core.types import CallParams, ConfigError, Message
-from aiforge.modules.chat.agent import (
-    ChatAgentState,
-    ToolInterrupted,
-    Turn,
-    build_chat_graph,
-    required_arguments,
-    tool_spec,
-)
+from aiforge.modules.base import BaseModule
+from aiforge.modules.chat.agent import ChatAgentState, build_chat_graph
 from aiforge.modules.chat.memory import (
     MEMORY_MODES,
     SUMMARY_MAX_WORDS,
@@ -29,21 +20,16 @@ from aiforge.modules.chat.memory import (
     transcript,
     trim_to_units,
 )
-from aiforge.modules.chat.prompts import (
-    DEFAULT_SYSTEM_PROMPT,
-    SUMMARIZE_MEMORY_PROMPT,
-    SUMMARY_PREFIX,
-    TOOL_USE_SYSTEM,
-    describe_tools,
-)
+from aiforge.modules.chat.prompts import DEFAULT_SYSTEM_PROMPT, SUMMARIZE_MEMORY_PROMPT, SUMMARY_PREFIX
+from aiforge.modules.chat.runtime import AgentRuntime, Turn, TurnStream
 from aiforge.modules.chat.schemas import ChatResponse, ToolCallRecord
+from aiforge.modules.chat.tool_runner import ToolInterrupted, Toolset
+from aiforge.providers.prompted import PromptedTools, with_tool_instructions
 
 if TYPE_CHECKING:
     import pandas as pd
 
 logger = logging.getLogger("aiforge.chat")
-
-_DONE = object()
 
 
 def _check_positive(name: str, value: Any) -> int:
@@ -67,29 +53,11 @@ def _check_message(message: Any) -> str:
     return message
 
 
-def _check_tools(tools: Any) -> list[Any]:
-    if tools is None:
-        return []
-    if not isinstance(tools, list | tuple):
-        raise ValueError(f"tools must be a list of tools, got {type(tools).__name__}")
-    names: set[str] = set()
-    for i, tool in enumerate(tools):
-        missing = [a for a in ("name", "description", "invoke") if not hasattr(tool, a)]
-        if missing:
-            raise ValueError(
-                f"tools[{i}] ({tool!r}) lacks {', '.join(missing)}: tools need .name, .description and .invoke()"
-            )
-        if tool.name in names:
-            raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
-        names.add(tool.name)
-    return list(tools)
-
-
 class ChatAgent(BaseModule):
     """A multi-turn conversational agent with memory, tool use and streaming.
 
-    See the chat module's reference page for every parameter; ``**kwargs`` are
-    ``AIForgeSettings`` overrides such as ``MODEL="gpt-4o"`` or ``TEMPERATURE=0.3``.
+    Parameters, methods and examples: the README's "Chat agent" and "Tools" sections;
+    ``**kwargs`` are ``AIForgeSettings`` overrides such as ``MODEL="gpt-4o"``.
     """
 
     def __init__(
@@ -111,7 +79,8 @@ class ChatAgent(BaseModule):
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ValueError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
         self.memory_mode = memory
-        self.tools = _check_tools(tools)
+        toolset = Toolset(tools)
+        self.tools = toolset.tools
         super().__init__(quality=quality, provider=provider, **kwargs)
 
         if native_tools and not self.provider.supports_native_tools:
@@ -120,12 +89,18 @@ class ChatAgent(BaseModule):
                 "leave native_tools=None to use the prompted-JSON protocol"
             )
         self.native_tools = self.provider.supports_native_tools if native_tools is None else bool(native_tools)
-        self._tool_map = {t.name: t for t in self.tools}
-        self._specs = [tool_spec(t) for t in self.tools] or None
-        self._required = {spec["name"]: required_arguments(spec) for spec in self._specs or ()}
         self._base_prompt = system_prompt or self.settings.chat.system_prompt or DEFAULT_SYSTEM_PROMPT
-        self._params = CallParams(
-            model=self.model, temperature=self.settings.TEMPERATURE, max_tokens=self.settings.MAX_TOKENS
+        self._runtime = AgentRuntime(
+            # The graph sees native tool calls only: the prompted-JSON protocol is a provider wrapper.
+            provider=self.provider if self.native_tools else PromptedTools(self.provider),
+            provider_name=self.provider_name,
+            free=self.provider.free,
+            params=CallParams(
+                model=self.model, temperature=self.settings.TEMPERATURE, max_tokens=self.settings.MAX_TOKENS
+            ),
+            toolset=toolset,
+            cost_tracker=self.cost_tracker,
+            price_overrides=self.settings.PRICES or None,
         )
         self._graph = build_chat_graph()
         # route, then execute_tool + process_result per round: never let LangGraph's own step
@@ -137,15 +112,13 @@ class ChatAgent(BaseModule):
 
     # -- properties --------------------------------------------------------------------
 
-    def _resolve_prompt(self, base: str) -> str:
-        if self._specs and not self.native_tools:
-            return f"{base}\n\n{TOOL_USE_SYSTEM.format(tool_list=describe_tools(self._specs))}"  # type: ignore[arg-type]
-        return base
-
     @property
     def system_prompt(self) -> str:
         """The fully resolved system prompt (tool instructions included when prompted)."""
-        return self._resolve_prompt(self._base_prompt)
+        specs = self._runtime.toolset.specs
+        if specs and not self.native_tools:
+            return with_tool_instructions(self._base_prompt, specs)
+        return self._base_prompt
 
     @property
     def conversation_id(self) -> str:
@@ -181,7 +154,7 @@ class ChatAgent(BaseModule):
         except ToolInterrupted as exc:
             raise exc.original from None
 
-    async def chat_stream(self, message: str, *, system_prompt: str | None = None) -> AsyncGenerator[str, None]:
+    def chat_stream(self, message: str, *, system_prompt: str | None = None) -> AsyncGenerator[str, None]:
         """Yield the reply's text chunks as the provider sends them.
 
         Text the model writes before calling tools is streamed too, set apart from the next
@@ -190,28 +163,11 @@ class ChatAgent(BaseModule):
         lets the turn finish and records it; cancelling the consuming task cancels the turn
         and leaves the history as it was. ``last_response`` holds the turn's ``ChatResponse``.
         """
-        _check_message(message)
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        task = asyncio.ensure_future(
-            self._turn(self._conversation, message, system_prompt, emit=queue.put_nowait)
-        )
-        task.add_done_callback(lambda _t: queue.put_nowait(_DONE))
-        finished = False
-        try:
-            while (item := await queue.get()) is not _DONE:
-                yield item
-            finished = True
-            task.result()
-        except ToolInterrupted as exc:
-            raise exc.original from None
-        except GeneratorExit:
-            # Closed early by the caller: finish the turn so it is recorded like chat().
-            await asyncio.gather(task, return_exceptions=True)
-            raise
-        finally:
-            if not finished and not task.done():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+        return aiter(self.stream_turn(message, system_prompt=system_prompt))
+
+    def stream_turn(self, message: str, *, system_prompt: str | None = None) -> TurnStream:
+        """The streamed turn as one object: ``async for delta in s``, then ``s.response``."""
+        return TurnStream(lambda emit: self._turn(self._conversation, message, system_prompt, emit=emit))
 
     def achat_stream(self, message: str, *, system_prompt: str | None = None) -> AsyncGenerator[str, None]:
         """Alias of ``chat_stream``."""
@@ -254,27 +210,10 @@ class ChatAgent(BaseModule):
 
     # -- the turn ----------------------------------------------------------------------
 
-    def _new_turn(self, conversation: Conversation, emit: Any) -> Turn:
-        return Turn(
-            provider=self.provider,
-            provider_name=self.provider_name,
-            params=self._params,
-            tools=self._tool_map,
-            specs=self._specs,
-            required=self._required,
-            native_tools=self.native_tools,
-            cost_tracker=self.cost_tracker,
-            conversation_id=conversation.id,
-            trace_id=secrets.token_hex(8),
-            emit=emit,
-            price_overrides=self.settings.PRICES or None,
-        )
-
     def _context(self, conversation: Conversation, system_prompt: str | None) -> list[Message]:
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ValueError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
-        prompt = self._resolve_prompt(system_prompt) if system_prompt else self.system_prompt
-        head: list[Message] = [{"role": "system", "content": prompt}]
+        head: list[Message] = [{"role": "system", "content": system_prompt or self._base_prompt}]
         if conversation.summary:
             head.append({"role": "system", "content": SUMMARY_PREFIX + conversation.summary})
         if self.memory_mode == "none":
@@ -286,14 +225,14 @@ class ChatAgent(BaseModule):
         conversation: Conversation,
         message: str,
         system_prompt: str | None,
-        emit: Any,
+        emit: Callable[[str], None] | None,
         *,
         remember: bool = True,
     ) -> ChatResponse:
         _check_message(message)
         started = time.perf_counter()
         async with conversation.lock:
-            turn = self._new_turn(conversation, emit)
+            turn = Turn(self._runtime, conversation.id, emit)
             context = self._context(conversation, system_prompt)
             user: Message = {"role": "user", "content": message}
             state: ChatAgentState = {
@@ -352,7 +291,7 @@ class ChatAgent(BaseModule):
             {"role": "system", "content": "You write faithful, compact conversation summaries."},
             {"role": "user", "content": prompt},
         ]
-        completion = await self.provider.complete(messages, None, self._params)
+        completion = await self.provider.complete(messages, None, self._runtime.params)
         trace.append(turn.account(completion, kind="summary", node="summary", started=started))
         return limit_words(completion.text)
 
@@ -366,6 +305,8 @@ class ChatAgent(BaseModule):
         started: float,
     ) -> ChatResponse:
         reply = produced[-1]["content"] if produced else ""
+        # The graph's state sums its model steps; the memory summary ran after the graph.
+        after_graph = trace[len(final["trace"]) :]
         calls = [
             ToolCallRecord(tool=r["tool"], input=r["input"], output=r["output"], id=r["id"], error=r["error"])
             for r in final["tool_results"]
@@ -377,8 +318,8 @@ class ChatAgent(BaseModule):
             iterations=final["iteration"],
             memory_mode=self.memory_mode,
             cost=turn.cost,
-            input_tokens=turn.usage.input_tokens,
-            output_tokens=turn.usage.output_tokens,
+            input_tokens=final["total_input_tokens"] + sum(r["input_tokens"] for r in after_graph),
+            output_tokens=final["total_output_tokens"] + sum(r["output_tokens"] for r in after_graph),
             model=final["model"],
             trace_id=turn.trace_id,
             latency_ms=(time.perf_counter() - started) * 1000.0,

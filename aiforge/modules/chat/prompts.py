@@ -1,23 +1,26 @@
-"""Prompt templates of the chat module."""
+"""Prompt templates of the chat module.
+
+``TOOL_USE_SYSTEM`` (the prompted-JSON tool instructions) lives with the protocol it explains,
+in ``aiforge.providers.prompted``.
+"""
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from aiforge.providers.prompted import TOOL_USE_SYSTEM
+
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "SUMMARIZE_MEMORY_PROMPT",
+    "SUMMARY_PREFIX",
+    "TOOL_LIMIT_MESSAGE",
+    "TOOL_LIMIT_RESULT",
+    "TOOL_USE_SYSTEM",
+]
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful AI assistant. Answer questions clearly and concisely. "
     "If you don't know something, say so honestly."
 )
-
-TOOL_USE_SYSTEM = """\
-You can use these tools:
-{tool_list}
-
-To use a tool, reply with ONLY a JSON object and nothing else:
-{{"tool": "<tool name>", "input": {{<arguments>}}}}
-You will then receive the tool's result and can call another tool or answer.
-When you do not need a tool, answer the user directly in plain text, without JSON."""
 
 SUMMARIZE_MEMORY_PROMPT = """\
 Summarize the conversation below for your own memory, in at most {max_words} words. Keep every \
@@ -38,12 +41,3 @@ TOOL_LIMIT_MESSAGE = (
     "a final answer."
 )
 
-
-def describe_tools(tools: list[dict[str, Any]]) -> str:
-    """One line per tool for TOOL_USE_SYSTEM: name, description, argument schema."""
-    lines = []
-    for spec in tools:
-        props = spec["parameters"].get("properties", {})
-        args = json.dumps({k: v.get("type", "any") for k, v in props.items()})
-        lines.append(f"- {spec['name']}: {spec['description']} Arguments: {args}")
-    return "\n".join(lines)

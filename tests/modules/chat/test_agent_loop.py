@@ -18,7 +18,6 @@ from aiforge.core.types import ProviderError
 from aiforge.modules.chat.agent import (
     ChatAgentState,
     build_chat_graph,
-    parse_prompted_tool_calls,
     should_continue_after_tool,
     should_use_tools,
 )
@@ -87,22 +86,21 @@ def test_should_continue_after_tool_stops_at_the_iteration_cap() -> None:
 def test_graph_run_accumulates_tokens_in_the_state() -> None:
     from aiforge.core.costs import CostTracker
     from aiforge.core.types import CallParams
-    from aiforge.modules.chat.agent import Turn
+    from aiforge.modules.chat.runtime import AgentRuntime, Turn
+    from aiforge.modules.chat.tool_runner import Toolset
 
     fake = ScriptedProvider([tool_call("echo", x="1"), "done"])
     tool = StructuredTool.from_function(lambda x: x, name="echo", description="Echo")
-    turn = Turn(
+    runtime = AgentRuntime(
         provider=fake,
         provider_name="scripted",
+        free=True,
         params=CallParams(model="m"),
-        tools={"echo": tool},
-        specs=None,
-        required={},
-        native_tools=True,
+        toolset=Toolset([tool]),
         cost_tracker=CostTracker(),
-        conversation_id="c",
-        trace_id="t",
+        price_overrides=None,
     )
+    turn = Turn(runtime, conversation_id="c")
     initial = {
         "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "go"}],
         "current_input": "go",
@@ -120,16 +118,10 @@ def test_graph_run_accumulates_tokens_in_the_state() -> None:
 
     assert final["iteration"] == 1 and len(final["tool_results"]) == 1
     assert [r["step"] for r in final["trace"]] == ["model", "tool", "model"]
-    assert final["total_input_tokens"] == turn.usage.input_tokens > 0
-    assert final["total_output_tokens"] == turn.usage.output_tokens > 0
-
-
-def test_parse_prompted_tool_calls_ignores_plain_text() -> None:
-    assert parse_prompted_tool_calls("The answer is 4.") == []
-    assert parse_prompted_tool_calls("{not json") == []
-    assert [c["name"] for c in parse_prompted_tool_calls('{"tool": "weather", "input": {"city": "NYC"}}')] == [
-        "weather"
-    ]
+    steps = [r for r in final["trace"] if r["step"] == "model"]
+    assert final["total_input_tokens"] == sum(r["input_tokens"] for r in steps) > 0
+    assert final["total_output_tokens"] == sum(r["output_tokens"] for r in steps) > 0
+    assert runtime.cost_tracker.total_tokens == final["total_input_tokens"] + final["total_output_tokens"]
 
 
 # ---------------------------------------------------------------------------

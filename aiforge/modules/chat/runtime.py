@@ -1,0 +1,165 @@
+"""What a turn runs on: the agent's fixed part (built once), one turn's own data, and a streamed turn."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncGenerator, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aiforge.core.costs import CostTracker
+from aiforge.core.types import CallParams, Completion, Message
+from aiforge.modules.chat.tool_runner import ToolInterrupted, Toolset
+from aiforge.providers.base import Provider
+
+if TYPE_CHECKING:
+    from aiforge.modules.chat.schemas import ChatResponse
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRuntime:
+    """What every turn of one agent shares; built when the agent is constructed."""
+
+    provider: Provider
+    """The provider as the graph sees it: native tool calls only (see ``providers.prompted``)."""
+    provider_name: str
+    free: bool
+    """Calls cost zero rather than "unknown" (local models, fakes)."""
+    params: CallParams
+    toolset: Toolset
+    cost_tracker: CostTracker
+    price_overrides: dict[str, dict[str, float]] | None
+
+
+@dataclass(slots=True)
+class Turn:
+    """One turn's own data, handed to the graph's nodes in the run config."""
+
+    runtime: AgentRuntime
+    conversation_id: str
+    emit: Callable[[str], None] | None = None
+    """Where streamed text goes; None for a turn that is not streamed."""
+    trace_id: str = field(default_factory=lambda: secrets.token_hex(8))
+    cost: float = 0.0
+    priced: bool = True
+    streamed_text: bool = False
+    """Some text of this turn has reached the stream."""
+    step_streamed_text: bool = False
+    """Some text of the current model step has reached the stream."""
+
+    async def call_model(self, messages: list[Message], node: str) -> tuple[Completion, dict[str, Any]]:
+        """One model call (streamed when a sink is set), costed and traced."""
+        started = time.perf_counter()
+        self.step_streamed_text = False
+        runtime = self.runtime
+        if self.emit is None:
+            completion = await runtime.provider.complete(messages, runtime.toolset.specs, runtime.params)
+        else:
+            completion = await self._stream(messages)
+        return completion, self.account(completion, kind="chat", node=node, started=started)
+
+    async def _stream(self, messages: list[Message]) -> Completion:
+        runtime = self.runtime
+        async for event in runtime.provider.stream(messages, runtime.toolset.specs, runtime.params):
+            if isinstance(event, Completion):
+                return event
+            self.emit_text(event)
+            # Let the consumer take this chunk now: when the whole response arrived in one
+            # read, the provider would otherwise parse every chunk before the first is seen.
+            await asyncio.sleep(0)
+        raise RuntimeError(f"provider {runtime.provider_name!r} ended a stream without a Completion")
+
+    def emit_text(self, text: str, *, new_step: bool = False) -> None:
+        """Send text to the stream; a later step's text is set apart from an earlier step's."""
+        if not text or self.emit is None:
+            return
+        if new_step:
+            self.step_streamed_text = False
+        if self.streamed_text and not self.step_streamed_text:
+            # e.g. "Let me check." before a tool call, then the answer after it.
+            text = "\n\n" + text
+        self.streamed_text = self.step_streamed_text = True
+        self.emit(text)
+
+    def account(self, completion: Completion, *, kind: str, node: str, started: float) -> dict[str, Any]:
+        """Record a model call's cost and return its trace record."""
+        runtime = self.runtime
+        model = completion.model or runtime.params.model
+        usage = completion.usage
+        entry = runtime.cost_tracker.record(
+            usage, model, provider=runtime.provider_name, kind=kind, trace_id=self.trace_id,
+            conversation_id=self.conversation_id, price_overrides=runtime.price_overrides, free=runtime.free,
+        )
+        self.cost += entry.cost
+        self.priced = self.priced and entry.priced
+        return {
+            "step": "model", "node": node, "name": kind, "model": model,
+            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "cached_input_tokens": usage.cached_input_tokens, "cost": entry.cost,
+            "latency_ms": (time.perf_counter() - started) * 1000.0,
+            "finish_reason": completion.finish_reason,
+            "tool_calls": [c["name"] for c in completion.tool_calls],
+        }
+
+
+_DONE = object()
+_UNWIND_POLLS = 1000  # 10 s
+
+
+class TurnStream:
+    """A streamed turn: ``async for delta in stream`` yields its text; then ``stream.response`` is set.
+
+    ``run(emit)`` is the turn, started when iteration starts. Iterate once. Closing the
+    iteration early (``aclose``, ``break``) lets the turn finish and records it; cancelling the
+    consuming task, or ``cancel()``, cancels the turn and leaves the history as it was.
+    """
+
+    def __init__(self, run: Callable[[Callable[[str], None]], Coroutine[Any, Any, ChatResponse]]) -> None:
+        self._run = run
+        self._deltas: AsyncGenerator[str, None] | None = None
+        self.response: ChatResponse | None = None
+        """The turn's ``ChatResponse``, once the iteration has ended normally."""
+
+    def __aiter__(self) -> AsyncGenerator[str, None]:
+        if self._deltas is not None:
+            raise RuntimeError("a TurnStream is iterated once")
+        self._deltas = self._stream()
+        return self._deltas
+
+    async def _stream(self) -> AsyncGenerator[str, None]:
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        task = asyncio.ensure_future(self._run(queue.put_nowait))
+        task.add_done_callback(lambda _t: queue.put_nowait(_DONE))
+        finished = False
+        try:
+            while (item := await queue.get()) is not _DONE:
+                yield item
+            finished = True
+            self.response = task.result()
+        except ToolInterrupted as exc:
+            raise exc.original from None
+        except GeneratorExit:
+            # Closed early by the caller: finish the turn so it is recorded like chat().
+            await asyncio.gather(task, return_exceptions=True)
+            raise
+        finally:
+            if not finished and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    async def cancel(self) -> None:
+        """Cancel the turn (the history stays as it was) and end the iteration."""
+        deltas = self._deltas
+        if deltas is None:
+            return
+        # An interrupt while waiting has already cancelled the pending step, which may still be
+        # unwinding; a stream merely suspended between chunks gets the cancellation thrown in.
+        for _ in range(_UNWIND_POLLS):
+            if not deltas.ag_running:
+                break
+            await asyncio.sleep(0.01)
+        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+            await deltas.athrow(asyncio.CancelledError())
