@@ -50,7 +50,7 @@ TURN_TIMEOUT = 60.0
 # The notebook the browser runs: a panel whose scripted model streams slowly and deterministically.
 PANEL_CELL = """\
 from aiforge import ChatAgent, ChatPanel, ScriptedProvider
-from aiforge.modules.chat.widget import builtin_tools
+from aiforge.tools import builtin_tools
 from aiforge.providers.scripted import tool_call
 
 

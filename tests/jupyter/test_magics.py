@@ -20,8 +20,8 @@ from IPython.utils.capture import CapturedIO, capture_output
 from aiforge import ChatAgent
 from aiforge.core.types import Completion, ProviderError
 from aiforge.jupyter.magics import interpolate, resolve_reference
-from aiforge.modules.chat.builtin_tools import calculator
 from aiforge.providers.scripted import ScriptedProvider, tool_call
+from aiforge.tools import calculator
 
 
 @pytest.fixture(autouse=True)

@@ -27,8 +27,8 @@ from aiforge import ChatAgent
 from aiforge.core.settings import AIForgeSettings, load_settings
 from aiforge.core.types import AIForgeError, ConfigError
 from aiforge.jupyter.magics import interpolate
-from aiforge.modules.chat.builtin_tools import calculator
 from aiforge.providers.scripted import ScriptedProvider
+from aiforge.tools import calculator
 from tests.modules.chat.checks import assert_valid_history
 from tests.reliability.conftest import KEY, make_agent, rejected, tool_results_of
 from tests.support.llm_server import LLMServer, Reply, ToolCallSpec

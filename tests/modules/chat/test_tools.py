@@ -587,8 +587,8 @@ def test_slow_sync_tools_do_not_block_the_event_loop() -> None:
 
 def test_tool_returning_error_text_is_flagged_as_an_error() -> None:
     from aiforge import ChatAgent
-    from aiforge.modules.chat.builtin_tools import calculator
     from aiforge.providers.scripted import ScriptedProvider, tool_call
+    from aiforge.tools import calculator
 
     provider = ScriptedProvider([tool_call("calculator", expression="5 km"), "Sorry."])
     agent = ChatAgent(provider=provider, tools=[calculator])

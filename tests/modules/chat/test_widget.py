@@ -16,8 +16,8 @@ from comm.base_comm import BaseComm
 
 import aiforge
 from aiforge import ChatAgent
+from aiforge import tools as tools_module
 from aiforge.core.types import ProviderError
-from aiforge.modules.chat import builtin_tools as tools_module
 from aiforge.modules.chat.widget import ENTER_TO_SEND_JS, ChatPanel, calculator, current_time, research, unit_converter
 from aiforge.providers.scripted import ScriptedProvider, tool_call
 
