@@ -1,6 +1,6 @@
 """``aiforge chat``: the chat agent from a terminal.
 
-Exit codes: 0 ok, 2 usage error, 1 provider or configuration error (one line, no traceback).
+Exit codes: 0 ok, 2 usage error, 1 provider or configuration error (one line, no traceback), 130 interrupted.
 """
 
 from __future__ import annotations
