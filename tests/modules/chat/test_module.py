@@ -12,9 +12,9 @@ import pytest
 
 from aiforge import ChatAgent, ChatResponse, ToolCallRecord
 from aiforge.core.costs import CostTracker
-from aiforge.core.module import BatchResult
 from aiforge.core.settings import AIForgeSettings
 from aiforge.core.types import APITimeoutError, ConfigError, ProviderError, RateLimitError, Usage
+from aiforge.modules.base import BatchResult
 from aiforge.modules.chat.prompts import DEFAULT_SYSTEM_PROMPT
 from aiforge.providers.scripted import ScriptedProvider, ScriptedReply, tool_call
 
