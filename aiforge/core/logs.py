@@ -1,8 +1,9 @@
-"""Logging that cannot leak keys: ``setup_logging()`` and the redacting filter behind it.
+"""One redactor for keys, and logging that cannot leak them: ``redact``, ``setup_logging()``.
 
-Every key aiforge hands to an SDK client is registered here first; the filter replaces any
-occurrence of a registered key (and anything shaped like a bearer token) in log records of
-aiforge, httpx, httpcore, openai and anthropic with ``[REDACTED]``.
+Every key aiforge hands to an SDK client is registered here first. ``redact`` replaces keys
+(the registered ones, or those a caller names), auth header values and anything shaped like a
+key; the logging filter applies it to records of aiforge, httpx, httpcore, openai and anthropic,
+provider errors to their messages and bodies, and the notebook layer to the errors it shows.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Iterable
 
 REDACTED = "[REDACTED]"
 LOGGERS = ("aiforge", "httpx", "httpx2", "httpcore", "httpcore2", "openai", "anthropic")
@@ -17,8 +19,10 @@ LOGGERS = ("aiforge", "httpx", "httpx2", "httpcore", "httpcore2", "openai", "ant
 _secrets: set[str] = set()
 _lock = threading.Lock()
 _pattern: re.Pattern[str] | None = None
-# Authorization headers and x-api-key values, whatever the key looks like.
+# Authorization headers and x-api-key values, whatever the key looks like; the name stays.
 _HEADER = re.compile(r"(?i)((?:authorization|x-api-key)['\"]?\s*[:=,]\s*\(?['\"]?(?:bearer\s+)?)([^'\"\s,)]+)")
+# Keys nobody registered: OpenAI-style ``sk-`` keys (their first characters stay) and bearer tokens.
+_KEY_SHAPED = re.compile(r"\b(sk-[A-Za-z0-9_-]{4})[A-Za-z0-9_-]{8,}|\b(Bearer\s+)\S+", re.I)
 
 
 def register_secret(value: str | None) -> None:
@@ -33,12 +37,21 @@ def register_secret(value: str | None) -> None:
         _pattern = re.compile("|".join(re.escape(s) for s in sorted(_secrets, key=len, reverse=True)))
 
 
-def redact(text: str) -> str:
-    """``text`` with registered keys and auth header values replaced by ``[REDACTED]``."""
-    pattern = _pattern
-    if pattern is not None:
-        text = pattern.sub(REDACTED, text)
-    return _HEADER.sub(lambda m: m.group(1) + REDACTED, text)
+def redact(text: str, secrets: Iterable[str] | None = None, *, mask: str = REDACTED) -> str:
+    """``text`` with keys, auth header values and key-shaped tokens replaced by ``mask``.
+
+    ``secrets`` are the keys to look for; None means every key given to ``register_secret``.
+    """
+    if secrets is None:
+        pattern = _pattern
+        if pattern is not None:
+            text = pattern.sub(mask, text)
+    else:
+        for secret in sorted(secrets, key=len, reverse=True):  # a key containing another goes first
+            if secret:
+                text = text.replace(secret, mask)
+    text = _HEADER.sub(lambda m: m.group(1) + mask, text)
+    return _KEY_SHAPED.sub(lambda m: (m.group(1) or m.group(2)) + mask, text)
 
 
 class RedactingFilter(logging.Filter):

@@ -3,7 +3,8 @@ renderer for widgets, key-masked error lines, and an update throttle for streami
 
 Model text is untrusted: JupyterLab runs ``<script>`` tags and inline event handlers in the
 HTML and Markdown outputs of the current session, and an ipywidgets ``HTML`` value is set as
-``innerHTML``. Only the standard library is used here, so response types and widgets can share it.
+``innerHTML``. Only the standard library and ``core.logs``'s redactor are used here, so
+response types and widgets can share it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import re
 import time
 from collections.abc import Callable
 from typing import Any
+
+from aiforge.core.logs import redact
 
 UPDATE_INTERVAL = 0.05
 """Seconds between two in-place updates of a streaming output (the last update always happens)."""
@@ -40,17 +43,12 @@ class Throttle:
 # Errors
 # ---------------------------------------------------------------------------
 
-_KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_-]{4})[A-Za-z0-9_-]{8,}|\b(Bearer\s+)\S+", re.I)
-
 
 def describe_error(exc: BaseException, agent: Any = None) -> str:
     """``Type: message`` with the agent's API keys, and anything shaped like a key, masked."""
-    text = str(exc)
     settings = getattr(agent, "settings", None)
     secrets = getattr(settings, "secrets", None)
-    for secret in secrets() if callable(secrets) else []:
-        text = text.replace(secret, "***")
-    text = _KEY_LIKE.sub(lambda m: (m.group(1) or m.group(2)) + "***", text)
+    text = redact(str(exc), secrets() if callable(secrets) else (), mask="***")
     return f"{type(exc).__name__}: {text}"
 
 

@@ -9,44 +9,15 @@ required. Sampling parameters are not sent: API version 2026-10-21 (the SDK's de
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
-from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
+from functools import cache
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from aiforge.core.retry import RetryPolicy, call_with_retries, iterate_with_retries, parse_retry_after
-from aiforge.core.types import (
-    APIConnectionError,
-    APITimeoutError,
-    AuthenticationError,
-    BadRequestError,
-    CallParams,
-    Completion,
-    ConfigError,
-    Message,
-    NotFoundError,
-    PermissionDeniedError,
-    ProviderError,
-    RateLimitError,
-    ToolSpec,
-    Usage,
-    new_tool_call,
-)
-from aiforge.providers.base import Provider, StreamEvent
-from aiforge.providers.openai_wire import (
-    TIMEOUT_MESSAGE,
-    ClientPerLoop,
-    key_fingerprint,
-    leaks_secret,
-    redact,
-    redact_body,
-    redactable,
-    request_url,
-)
+from aiforge.core.types import CallParams, Completion, Message, ToolSpec, Usage, new_tool_call
+from aiforge.providers.sdk import Endpoint, SDKProvider
+from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
 
 if TYPE_CHECKING:
     import anthropic
-
-    from aiforge.core.settings import AIForgeSettings
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 4096
@@ -247,41 +218,18 @@ ERROR_TYPE_STATUS = {
 }
 
 
-def map_anthropic_error(exc: BaseException, provider_name: str, *, secrets: Iterable[str] = ()) -> ProviderError:
-    """The aiforge error for an ``anthropic`` SDK (or mid-stream httpx2) exception; never contains a key."""
+@cache
+def _anthropic_errors() -> SDKErrors:
     import anthropic
-    import httpx2
+    import httpx2  # the SDK's transport (a dependency of anthropic): its errors escape a stream being read
 
-    secrets = tuple(secrets)
-    common: dict[str, Any] = {"provider": provider_name}
-    # The SDK does not wrap transport errors raised while a stream is being read.
-    if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
-        return APITimeoutError(TIMEOUT_MESSAGE, **common)
-    if isinstance(exc, anthropic.APIConnectionError | httpx2.RequestError):
-        cause = exc.__cause__ if isinstance(exc, anthropic.APIConnectionError) else exc
-        detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
-        return APIConnectionError(redact(f"connection to {request_url(exc)} failed{detail}", secrets), **common)
-    if not isinstance(exc, anthropic.APIStatusError):
-        return ProviderError(redact(str(exc) or type(exc).__name__, secrets), **common)
-
-    body = redact_body(exc.body, secrets)
-    message = redact(exc.api_message or exc.message, secrets)
-    status = exc.status_code
-    if status < 400:  # an `event: error` inside a 200 stream
-        status = ERROR_TYPE_STATUS.get(exc.type or "", 500)
-    request_id = exc.request_id or (body.get("request_id") if isinstance(body, dict) else None)
-    common.update(status_code=status, request_id=request_id, body=body)
-    if status == 429:
-        return RateLimitError(message, retry_after=parse_retry_after(exc.response.headers), **common)
-    if status == 401:
-        return AuthenticationError(message + "; check ANTHROPIC_API_KEY (environment or aiforge.yaml)", **common)
-    error_class = {
-        403: PermissionDeniedError,
-        404: NotFoundError,
-        400: BadRequestError,
-        422: BadRequestError,
-    }.get(status, ProviderError)
-    return error_class(message, **common)
+    return SDKErrors(
+        base=anthropic.AnthropicError,
+        timeout=(anthropic.APITimeoutError, httpx2.TimeoutException),
+        connection=(anthropic.APIConnectionError, httpx2.RequestError),
+        http=anthropic.APIStatusError,
+        unwrapped=(httpx2.RequestError,),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -289,41 +237,13 @@ def map_anthropic_error(exc: BaseException, provider_name: str, *, secrets: Iter
 # ---------------------------------------------------------------------------
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(SDKProvider["anthropic.AsyncAnthropic"]):
     """Claude through ``anthropic.AsyncAnthropic``; needs ``ANTHROPIC_API_KEY``."""
 
     name: ClassVar[str] = "anthropic"
-    supports_native_tools: ClassVar[bool] = True
-    supports_streaming: ClassVar[bool] = True
-    default_model: str = "claude-haiku-4-5"
-
-    def __init__(self, settings: AIForgeSettings) -> None:
-        self.base_url = settings.ANTHROPIC_BASE_URL or DEFAULT_BASE_URL
-        self._api_key = self._api_key_of(settings)
-        self.timeout = settings.TIMEOUT
-        self.retry_policy = RetryPolicy.from_settings(settings)
-        self._secrets = redactable(self._api_key, *settings.secrets())
-        self._clients: ClientPerLoop[anthropic.AsyncAnthropic] = ClientPerLoop(self._new_client)
-
-    @classmethod
-    def connection_key(cls, settings: Any) -> tuple[Any, ...]:
-        return (
-            settings.ANTHROPIC_BASE_URL or DEFAULT_BASE_URL,
-            key_fingerprint(settings.secret("ANTHROPIC_API_KEY")),
-            settings.TIMEOUT,
-            settings.MAX_RETRIES,
-            settings.RETRY_MAX_WAIT,
-        )
-
-    @staticmethod
-    def _api_key_of(settings: AIForgeSettings) -> str:
-        key = settings.secret("ANTHROPIC_API_KEY")
-        if not key:
-            raise ConfigError(
-                "the anthropic provider needs an API key: set ANTHROPIC_API_KEY (or AIFORGE_ANTHROPIC_API_KEY) "
-                "in the environment, or ANTHROPIC_API_KEY in aiforge.yaml."
-            )
-        return key
+    endpoint: ClassVar[Endpoint] = Endpoint(
+        "anthropic", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "claude-haiku-4-5", default_url=DEFAULT_BASE_URL
+    )
 
     def _new_client(self) -> anthropic.AsyncAnthropic:
         import anthropic
@@ -332,12 +252,21 @@ class AnthropicProvider(Provider):
             api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
         )
 
-    def client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client of the running event loop (one per loop, reused)."""
-        return self._clients.get()
+    def _sdk_errors(self) -> SDKErrors:
+        return _anthropic_errors()
 
-    async def aclose(self) -> None:
-        await self._clients.aclose()
+    def _http_failure(self, exc: anthropic.APIStatusError) -> HTTPFailure:
+        status = exc.status_code
+        if status < 400:  # an `event: error` inside a 200 stream
+            status = ERROR_TYPE_STATUS.get(exc.type or "", 500)
+        body = exc.body
+        return HTTPFailure(
+            status=status,
+            message=exc.api_message or exc.message,
+            body=body,
+            headers=exc.response.headers,
+            request_id=exc.request_id or (body.get("request_id") if isinstance(body, dict) else None),
+        )
 
     def _request(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> dict[str, Any]:
         system, turns = to_anthropic_messages(messages)
@@ -352,51 +281,11 @@ class AnthropicProvider(Provider):
             request["tools"] = to_anthropic_tools(tools)
         return request
 
-    def _fail(self, exc: BaseException, partial_text: str = "") -> NoReturn:
-        error = map_anthropic_error(exc, self.name, secrets=self._secrets)
-        error.partial_text = partial_text
-        # A chained SDK exception would print its own text, key included, in the traceback.
-        raise error from (None if leaks_secret(exc, self._secrets) else exc)
+    async def _call(self, request: dict[str, Any]) -> Completion:
+        return completion_from_anthropic(await self.client().messages.create(**request))
 
-    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
-        import anthropic
+    async def _open_stream(self, request: dict[str, Any]) -> Any:
+        return await self.client().messages.create(**request)
 
-        request = self._request(messages, tools, params)
-
-        async def attempt() -> Completion:
-            try:
-                message = await self.client().messages.create(**request)
-            except anthropic.AnthropicError as exc:
-                self._fail(exc)
-            return completion_from_anthropic(message)
-
-        return await call_with_retries(attempt, policy=self.retry_policy)
-
-    async def stream(
-        self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
-    ) -> AsyncIterator[StreamEvent]:
-        request = {**self._request(messages, tools, params), "stream": True}
-        events = iterate_with_retries(lambda: self._stream_once(request), policy=self.retry_policy)
-        async with aclosing(events):  # a consumer that stops early must still release the connection
-            async for event in events:
-                yield event
-
-    async def _stream_once(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]:
-        import anthropic
-        import httpx2
-
-        try:
-            stream = await self.client().messages.create(**request)
-        except anthropic.AnthropicError as exc:
-            self._fail(exc)
-        state = AnthropicStreamState()
-        try:
-            async for event in stream:
-                delta = state.feed(event)
-                if delta:
-                    yield delta
-        except (anthropic.AnthropicError, httpx2.RequestError) as exc:
-            self._fail(exc, partial_text=state.text)
-        finally:
-            await stream.close()
-        yield state.completion()
+    def _stream_state(self) -> AnthropicStreamState:
+        return AnthropicStreamState()

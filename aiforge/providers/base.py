@@ -34,9 +34,7 @@ class Provider(ABC):
         return ()
 
     @abstractmethod
-    async def complete(
-        self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
-    ) -> Completion:
+    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
         """Run one model call and return its complete result."""
 
     async def stream(

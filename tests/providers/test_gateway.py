@@ -10,7 +10,8 @@ import pytest
 from aiforge.core.settings import load_settings
 from aiforge.core.types import AuthenticationError, CallParams, Completion, ConfigError, Message
 from aiforge.providers import create_provider
-from aiforge.providers.gateway import PLACEHOLDER_KEY, GatewayProvider
+from aiforge.providers.gateway import GatewayProvider
+from aiforge.providers.sdk import PLACEHOLDER_KEY
 from tests.support.llm_server import Fault, LLMServer, Reply
 
 SECRET = "gw-test-SECRET"

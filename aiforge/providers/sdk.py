@@ -1,0 +1,271 @@
+"""What every SDK-backed provider shares: endpoints as data, one client per loop, the attempt loop
+and the partial text of a broken stream (errors are mapped by ``sdk_errors``).
+
+A vendor module subclasses ``SDKProvider`` and keeps only its wire translation (requests out,
+responses and stream events in) and how to read its SDK's exceptions. Nothing here imports an SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from abc import abstractmethod
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol, TypeVar
+
+from aiforge.core.retry import RetryPolicy, call_with_retries, iterate_with_retries
+from aiforge.core.types import CallParams, Completion, ConfigError, Message, ToolSpec
+from aiforge.providers.base import Provider, StreamEvent
+from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors, leaks_secret, map_sdk_error, redactable
+
+if TYPE_CHECKING:
+    from aiforge.core.settings import AIForgeSettings
+
+PLACEHOLDER_KEY = "not-needed"
+"""Sent when an endpoint's key is optional and unset: SDKs insist on a key, vLLM and Ollama ignore it."""
+
+
+# ---------------------------------------------------------------------------
+# Endpoints and clients
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where a provider connects, as the names of the settings that say so."""
+
+    provider: str
+    """The provider's registry name, for error messages."""
+    url_setting: str
+    key_setting: str
+    """Also the setting a 401 tells the user to fix."""
+    default_model: str
+    default_url: str | None = None
+    """None: the user must set ``url_setting``."""
+    needs_key: bool = True
+    """False: ``PLACEHOLDER_KEY`` is sent when ``key_setting`` is unset."""
+    model_setting: str | None = None
+    """A setting that overrides ``default_model``."""
+
+    def base_url(self, settings: AIForgeSettings) -> str:
+        url = getattr(settings, self.url_setting) or self.default_url
+        if not url:
+            raise ConfigError(
+                f"the {self.provider} provider needs the gateway's URL: set AIFORGE_{self.url_setting} "
+                f"in the environment or {self.url_setting} in aiforge.yaml (e.g. http://localhost:8000/v1)."
+            )
+        return url
+
+    def api_key(self, settings: AIForgeSettings) -> str:
+        key = settings.secret(self.key_setting)
+        if key:
+            return key
+        if not self.needs_key:
+            return PLACEHOLDER_KEY
+        raise ConfigError(
+            f"the {self.provider} provider needs an API key: set {self.key_setting} (or AIFORGE_{self.key_setting}) "
+            f"in the environment, or {self.key_setting} in aiforge.yaml."
+        )
+
+    def model(self, settings: AIForgeSettings) -> str:
+        return (getattr(settings, self.model_setting) if self.model_setting else None) or self.default_model
+
+    def connection_key(self, settings: AIForgeSettings) -> tuple[Any, ...]:
+        """What makes two providers of this endpoint different, with the key as a digest."""
+        return (
+            self.base_url(settings),
+            key_fingerprint(settings.secret(self.key_setting)),
+            self.model(settings),
+            settings.TIMEOUT,
+            settings.MAX_RETRIES,
+            settings.RETRY_MAX_WAIT,
+        )
+
+
+def key_fingerprint(key: str | None) -> str:
+    """A stable digest of a key, so a registry key tells keys apart without holding one."""
+    return hashlib.sha256(key.encode()).hexdigest()[:16] if key else ""
+
+
+class _SDKClient(Protocol):
+    async def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_SDKClient)
+
+
+class ClientPerLoop(Generic[C]):
+    """One SDK client per running event loop, created on first use and reused for every call.
+
+    An SDK client owns a connection pool bound to the loop that opened it: sharing it across
+    loops (two ``asyncio.run`` calls, a Jupyter kernel loop and aiforge's background loop)
+    fails with "Event loop is closed" or hangs. Clients of closed loops are dropped.
+    """
+
+    def __init__(self, factory: Callable[[], C]) -> None:
+        self._factory = factory
+        self._clients: dict[asyncio.AbstractEventLoop, C] = {}
+        self._lock = threading.Lock()  # loops may live on different threads
+
+    def get(self) -> C:
+        """The client of the running loop."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None:
+                self._drop_closed_loops()
+                client = self._clients[loop] = self._factory()
+            return client
+
+    async def aclose(self) -> None:
+        """Close the running loop's client; the next ``get`` makes a new one."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.pop(loop, None)
+            self._drop_closed_loops()
+        if client is not None:
+            await client.close()
+
+    def _drop_closed_loops(self) -> None:
+        for loop in [loop for loop in self._clients if loop.is_closed()]:
+            del self._clients[loop]
+
+
+# ---------------------------------------------------------------------------
+# The provider
+# ---------------------------------------------------------------------------
+
+
+class StreamState(Protocol):
+    """Accumulates one vendor's stream events into text deltas and a final ``Completion``."""
+
+    @property
+    def text(self) -> str: ...
+
+    def feed(self, event: Any) -> str: ...
+
+    def completion(self) -> Completion: ...
+
+
+class SDKProvider(Provider, Generic[C]):
+    """A provider over a vendor SDK: attempts with retries, streams with partial text, mapped errors.
+
+    Subclasses set ``endpoint`` and implement the wire hooks below; every SDK exception reaches
+    the caller as an ``aiforge.core.types`` error that never contains a key.
+    """
+
+    supports_native_tools: ClassVar[bool] = True
+    supports_streaming: ClassVar[bool] = True
+    endpoint: ClassVar[Endpoint]
+
+    def __init__(self, settings: AIForgeSettings) -> None:
+        self.base_url = self.endpoint.base_url(settings)
+        self._api_key = self.endpoint.api_key(settings)
+        self.default_model = self.endpoint.model(settings)
+        self.timeout = settings.TIMEOUT
+        self.retry_policy = RetryPolicy.from_settings(settings)
+        self._secrets = redactable(self._api_key, *settings.secrets())
+        self._clients: ClientPerLoop[C] = ClientPerLoop(self._new_client)
+
+    @classmethod
+    def connection_key(cls, settings: Any) -> tuple[Any, ...]:
+        return cls.endpoint.connection_key(settings)
+
+    def client(self) -> C:
+        """The SDK client of the running event loop (one per loop, reused)."""
+        return self._clients.get()
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
+    # --- what a vendor module implements ------------------------------------------------------
+
+    @abstractmethod
+    def _new_client(self) -> C:
+        """A new SDK client for the running loop, with ``max_retries=0`` (retries are the policy's)."""
+
+    @abstractmethod
+    def _sdk_errors(self) -> SDKErrors:
+        """The SDK's exception classes by meaning."""
+
+    @abstractmethod
+    def _http_failure(self, exc: Any) -> HTTPFailure:
+        """Status, message, body, headers and request id of an SDK exception of class ``http``."""
+
+    @abstractmethod
+    def _request(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> dict[str, Any]:
+        """The request in wire shape."""
+
+    def _stream_request(
+        self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
+    ) -> dict[str, Any]:
+        return {**self._request(messages, tools, params), "stream": True}
+
+    @abstractmethod
+    async def _call(self, request: dict[str, Any]) -> Completion:
+        """One non-streaming attempt."""
+
+    @abstractmethod
+    async def _open_stream(self, request: dict[str, Any]) -> Any:
+        """The SDK's stream for ``request``: async-iterable events and an async ``close()``."""
+
+    @abstractmethod
+    def _stream_state(self) -> StreamState:
+        """A fresh accumulator for one stream's events."""
+
+    # --- the shared skeleton ------------------------------------------------------------------
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
+        request = self._request(messages, tools, params)
+        caught = self._sdk_errors().caught
+
+        async def attempt() -> Completion:
+            try:
+                return await self._call(request)
+            except caught as exc:
+                self._fail(exc)
+
+        return await call_with_retries(attempt, policy=self.retry_policy)
+
+    async def stream(
+        self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
+    ) -> AsyncIterator[StreamEvent]:
+        request = self._stream_request(messages, tools, params)
+        events = iterate_with_retries(lambda: self._stream_once(request), policy=self.retry_policy)
+        async with aclosing(events):  # a consumer that stops early must still release the connection
+            async for event in events:
+                yield event
+
+    async def _stream_once(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        caught = self._sdk_errors().caught
+        try:
+            stream = await self._open_stream(request)
+        except caught as exc:
+            self._fail(exc)
+        state = self._stream_state()
+        try:
+            async for event in stream:
+                delta = state.feed(event)
+                if delta:
+                    yield delta
+        except caught as exc:
+            self._fail(exc, partial_text=state.text)
+        finally:
+            await stream.close()
+        yield state.completion()
+
+    def _fail(self, exc: BaseException, partial_text: str = "") -> NoReturn:
+        error = map_sdk_error(
+            exc,
+            self._sdk_errors(),
+            self._http_failure,
+            provider=self.name,
+            secrets=self._secrets,
+            key_setting=self.endpoint.key_setting,
+        )
+        error.partial_text = partial_text
+        # A chained SDK exception would print its own text, key included, in the traceback.
+        raise error from (None if leaks_secret(exc, self._secrets) else exc)

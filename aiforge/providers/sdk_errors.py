@@ -1,0 +1,143 @@
+"""SDK exceptions as ``aiforge.core.types`` errors: one status table, and no key in any of them.
+
+A vendor says which of its SDK's exception classes mean what (``SDKErrors``) and reads status,
+message, body, headers and request id out of an HTTP error (``HTTPFailure``); everything else is here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+from aiforge.core.logs import redact
+from aiforge.core.retry import parse_retry_after
+from aiforge.core.types import (
+    APIConnectionError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    ProviderError,
+    RateLimitError,
+)
+
+TIMEOUT_MESSAGE = "the request timed out; raise TIMEOUT (env AIFORGE_TIMEOUT or aiforge.yaml) if answers are long"
+
+
+def redactable(*keys: str | None) -> tuple[str, ...]:
+    """The keys worth redacting: short placeholders would mangle ordinary words."""
+    return tuple(k for k in keys if k and len(k) >= 8)
+
+
+def redact_body(body: Any, secrets: Iterable[str]) -> Any:
+    """A copy of a decoded JSON error body with keys redacted from every string."""
+    if isinstance(body, str):
+        return redact(body, secrets)
+    if isinstance(body, dict):
+        return {k: redact_body(v, secrets) for k, v in body.items()}
+    if isinstance(body, list):
+        return [redact_body(v, secrets) for v in body]
+    return body
+
+
+def leaks_secret(exc: BaseException, secrets: Iterable[str]) -> bool:
+    """True when the SDK exception's text or body contains a key (then it must not be chained)."""
+    text = f"{exc} {getattr(exc, 'body', '')!r}"
+    return any(secret and secret in text for secret in secrets)
+
+
+def request_url(exc: BaseException) -> str:
+    """The URL of the request an SDK or transport exception is about ("" when it has none)."""
+    try:
+        return str(exc.request.url)  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):  # httpx2 raises RuntimeError when no request was attached
+        return ""
+
+
+_STATUS_ERRORS: dict[int, type[ProviderError]] = {
+    400: BadRequestError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    422: BadRequestError,
+}
+
+
+def error_for_status(
+    status: int | None,
+    message: str,
+    *,
+    provider: str,
+    request_id: str | None = None,
+    body: Any = None,
+    headers: Mapping[str, str] | None = None,
+    key_setting: str | None = None,
+) -> ProviderError:
+    """The aiforge error for an HTTP error answer; a 401 names ``key_setting``, a 429 reads Retry-After."""
+    common: dict[str, Any] = {"provider": provider, "status_code": status, "request_id": request_id, "body": body}
+    if status == 429:
+        return RateLimitError(message, retry_after=parse_retry_after(headers), **common)
+    if status == 401:
+        hint = f"; check {key_setting} (environment or aiforge.yaml)" if key_setting else ""
+        return AuthenticationError(message + hint, **common)
+    return _STATUS_ERRORS.get(status or 0, ProviderError)(message, **common)
+
+
+class SDKErrors(NamedTuple):
+    """The exception classes of one SDK, by what they mean."""
+
+    base: type[BaseException]
+    """The SDK's root exception."""
+    timeout: tuple[type[BaseException], ...]
+    connection: tuple[type[BaseException], ...]
+    http: type[BaseException]
+    """Exceptions that carry a server answer (read by ``SDKProvider._http_failure``)."""
+    unwrapped: tuple[type[BaseException], ...] = ()
+    """Transport errors the SDK lets through unwrapped (mid-stream); caught like its own."""
+
+    @property
+    def caught(self) -> tuple[type[BaseException], ...]:
+        return (self.base, *self.unwrapped)
+
+
+class HTTPFailure(NamedTuple):
+    """What a vendor reads out of an SDK exception that carries a server answer."""
+
+    status: int | None
+    message: str
+    body: Any = None
+    headers: Mapping[str, str] | None = None
+    request_id: str | None = None
+
+
+def map_sdk_error(
+    exc: BaseException,
+    errors: SDKErrors,
+    http_failure: Callable[[Any], HTTPFailure],
+    *,
+    provider: str,
+    secrets: Iterable[str],
+    key_setting: str | None,
+) -> ProviderError:
+    """The aiforge error for an SDK (or unwrapped transport) exception; never contains a key from ``secrets``."""
+    secrets = tuple(secrets)
+    if isinstance(exc, errors.timeout):
+        return APITimeoutError(TIMEOUT_MESSAGE, provider=provider)
+    if isinstance(exc, errors.connection):
+        cause = exc.__cause__ if isinstance(exc, errors.base) else exc  # an unwrapped error is its own cause
+        detail = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+        return APIConnectionError(
+            redact(f"connection to {request_url(exc)} failed{detail}", secrets), provider=provider
+        )
+    if not isinstance(exc, errors.http):
+        return ProviderError(redact(str(exc) or type(exc).__name__, secrets), provider=provider)
+    failure = http_failure(exc)
+    return error_for_status(
+        failure.status,
+        redact(failure.message, secrets),
+        provider=provider,
+        request_id=failure.request_id,
+        body=redact_body(failure.body, secrets),
+        headers=failure.headers,
+        key_setting=key_setting,
+    )
