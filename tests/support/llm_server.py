@@ -36,7 +36,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -96,9 +96,28 @@ class Reply:
     hang_after_chunks: int | None = None  # stall mid-stream until client leaves / server closes
     anthropic_error_after_chunks: int | None = None  # `event: error` overloaded_error mid-stream
     openai_error_after_chunks: int | None = None  # `data: {"error": ...}` mid-stream
+    # A structured answer, rendered the way the request asked for one: the message text (OpenAI
+    # response_format, Anthropic output_config) or, when an Anthropic request forces a tool with
+    # tool_choice {"type": "tool"}, that tool's input.  JSON-encoded unless a str, which is sent
+    # verbatim (invalid JSON on demand; "null" for a JSON null).
+    output: Any = None
+    # A refusal: OpenAI `message.refusal` (and `delta.refusal` when streaming) with null content;
+    # Anthropic stop_reason "refusal" with the text as the content.
+    refusal: str | None = None
 
     def __post_init__(self) -> None:
         self.text = self.text or ""  # tolerate Reply(text=None)
+
+    def rendered_for(self, body: dict) -> Reply:
+        """This reply with ``output`` turned into the text or forced tool call the request calls for."""
+        if self.output is None:
+            return self
+        encoded = self.output if isinstance(self.output, str) else _ENCODER.encode(self.output)
+        choice = body.get("tool_choice")
+        if "max_tokens" in body and isinstance(choice, dict) and choice.get("type") == "tool":
+            call = ToolCallSpec(choice.get("name") or "", encoded)
+            return replace(self, output=None, text="", tool_calls=[call])
+        return replace(self, output=None, text=encoded)
 
 
 @dataclass
@@ -153,6 +172,29 @@ class RecordedRequest:
             if isinstance(t, dict):
                 names.append((t.get("function") or {}).get("name") or t.get("name"))
         return names
+
+    @property
+    def output_schema(self) -> dict | None:
+        """The JSON schema the request asks the answer to follow, whatever the mechanism.
+
+        OpenAI ``response_format`` json_schema, Anthropic ``output_config.format`` or the beta
+        ``output_format``, or the input schema of the tool an Anthropic ``tool_choice`` forces.
+        """
+        body = self.body if isinstance(self.body, dict) else {}
+        fmt = body.get("response_format")
+        if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+            return (fmt.get("json_schema") or {}).get("schema")
+        config = body.get("output_config")
+        fmt = config.get("format") if isinstance(config, dict) else None
+        fmt = fmt or body.get("output_format")
+        if isinstance(fmt, dict):
+            return fmt.get("schema")
+        choice = body.get("tool_choice")
+        if self.protocol == "anthropic" and isinstance(choice, dict) and choice.get("type") == "tool":
+            for tool in body.get("tools") or []:
+                if isinstance(tool, dict) and tool.get("name") == choice.get("name"):
+                    return tool.get("input_schema")
+        return None
 
     @property
     def last_user_text(self) -> str:
@@ -270,6 +312,10 @@ _OPENAI_STREAM_ERROR = {
 class _Invalid(Exception):
     """Strict-mode validation failure -> 400 in the protocol's error shape."""
 
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param  # OpenAI's `error.param`
+
 
 # --------------------------------------------------------------------------- strict validation
 # Messages mimic the real APIs' wording so tests can match on the same substrings.
@@ -342,6 +388,7 @@ def _validate_openai(body: dict) -> None:
             )
     if pending:
         raise _openai_unanswered(pending)
+    _validate_response_format(body)
 
 
 def _validate_anthropic(body: dict) -> None:
@@ -408,6 +455,154 @@ def _validate_anthropic(body: dict) -> None:
         open_ids, prev_role = new_ids, role
     if open_ids:
         raise _anthropic_unanswered(len(msgs) - 1, open_ids)
+    _validate_tool_choice(body)
+    _validate_output_config(body)
+
+
+# --------------------------------------------------------------------------- structured output checks
+# OpenAI strict mode accepts a documented subset of JSON Schema (Structured Outputs guide, "Supported
+# schemas"); Anthropic's subset is the one its SDK's transform_schema() produces.
+
+_OPENAI_STRICT_KEYWORDS = frozenset(
+    "type properties required additionalProperties items anyOf enum const $ref $defs description title "
+    "pattern format minimum maximum exclusiveMinimum exclusiveMaximum multipleOf minItems maxItems".split()
+)
+_ANTHROPIC_SCHEMA_KEYWORDS = frozenset(
+    "type properties required additionalProperties items anyOf allOf enum const $ref $defs description title "
+    "format minItems".split()
+)
+_STRING_FORMATS = frozenset("date-time time date duration email hostname ipv4 ipv6 uuid".split())
+
+
+def _openai_strict_problem(node: Any, ctx: tuple = ()) -> str | None:
+    """The first reason OpenAI would reject ``node`` as a strict schema, worded like its 400s."""
+    if not isinstance(node, dict):
+        return f"In context={ctx}, schema must be an object."
+    for key in node:
+        if key not in _OPENAI_STRICT_KEYWORDS:
+            return f"In context={ctx}, '{key}' is not permitted."
+    if "$ref" in node and len(node) > 1:
+        return f"In context={ctx}, $ref cannot have keywords {sorted(k for k in node if k != '$ref')}."
+    if node.get("type") == "object" or "properties" in node:
+        if node.get("additionalProperties") is not False:
+            return f"In context={ctx}, 'additionalProperties' is required to be supplied and to be false."
+        required = node.get("required") if isinstance(node.get("required"), list) else []
+        missing = [k for k in node.get("properties") or {} if k not in required]
+        if missing:
+            return (
+                f"In context={ctx}, 'required' is required to be supplied and to be an array including every "
+                f"key in properties. Missing '{missing[0]}'."
+            )
+    if "format" in node and node["format"] not in _STRING_FORMATS:
+        return f"In context={ctx}, '{node['format']}' is not a valid format."
+    children = [(("properties", k), v) for k, v in (node.get("properties") or {}).items()]
+    children += [(("$defs", k), v) for k, v in (node.get("$defs") or {}).items()]
+    children += [(("anyOf", str(i)), v) for i, v in enumerate(node.get("anyOf") or [])]
+    if "items" in node:
+        children.append((("items",), node["items"]))
+    for step, child in children:
+        problem = _openai_strict_problem(child, ctx + step)
+        if problem:
+            return problem
+    return None
+
+
+def _validate_response_format(body: dict) -> None:
+    fmt = body.get("response_format")
+    if fmt is None:
+        return
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind not in ("text", "json_object", "json_schema"):
+        raise _Invalid(
+            f"Invalid value: '{kind}'. Supported values are: 'text', 'json_object', and 'json_schema'.",
+            "response_format.type",
+        )
+    if kind == "json_object" and "json" not in json.dumps(body.get("messages")).lower():
+        raise _Invalid(
+            "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
+            "messages",
+        )
+    if kind != "json_schema":
+        return
+    spec = fmt.get("json_schema")
+    if not isinstance(spec, dict) or not spec.get("name"):
+        raise _Invalid("Missing required parameter: 'response_format.json_schema.name'.", "response_format")
+    name = spec["name"]
+    if not isinstance(name, str) or len(name) > 64 or not all(c.isascii() and (c.isalnum() or c in "_-") for c in name):
+        raise _Invalid(
+            "Invalid 'response_format.json_schema.name': string does not match pattern. Expected a string that "
+            "matches the pattern '^[a-zA-Z0-9_-]+$'.",
+            "response_format.json_schema.name",
+        )
+    schema = spec.get("schema")
+    if not spec.get("strict"):
+        return
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        got = schema.get("type") if isinstance(schema, dict) else None
+        problem = f"schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{got}\"'."
+    else:
+        problem = _openai_strict_problem(schema)
+    if problem:
+        raise _Invalid(f"Invalid schema for response_format '{name}': {problem}", "response_format")
+
+
+def _validate_tool_choice(body: dict) -> None:
+    choice = body.get("tool_choice")
+    if choice is None:
+        return
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind not in ("auto", "any", "tool", "none"):
+        raise _Invalid("tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'")
+    if kind != "none" and not body.get("tools"):
+        raise _Invalid("tool_choice may only be specified while providing tools.")
+    if kind == "tool":
+        name = choice.get("name")
+        if not isinstance(name, str) or not name:
+            raise _Invalid("tool_choice.tool.name: Field required")
+        declared = [t.get("name") for t in body["tools"] if isinstance(t, dict)]
+        if name not in declared:
+            raise _Invalid(f"tool_choice.name: tool '{name}' is not one of the provided tools: {declared}")
+
+
+def _anthropic_schema_problem(node: Any, where: str) -> str | None:
+    if not isinstance(node, dict):
+        return f"{where}: schema must be an object"
+    for key in node:
+        if key not in _ANTHROPIC_SCHEMA_KEYWORDS:
+            return f"{where}: '{key}' is not supported"
+    if node.get("type") == "object" and node.get("additionalProperties") is not False:
+        return f"{where}: For 'object' type, 'additionalProperties' must be explicitly set to false"
+    if "minItems" in node and node["minItems"] not in (0, 1):
+        return f"{where}: 'minItems' values other than 0 or 1 are not supported"
+    children = [(f"{where}.properties.{k}", v) for k, v in (node.get("properties") or {}).items()]
+    children += [(f"{where}.$defs.{k}", v) for k, v in (node.get("$defs") or {}).items()]
+    children += [(f"{where}.{kw}.{i}", v) for kw in ("anyOf", "allOf") for i, v in enumerate(node.get(kw) or [])]
+    if "items" in node:
+        children.append((f"{where}.items", node["items"]))
+    for path, child in children:
+        problem = _anthropic_schema_problem(child, path)
+        if problem:
+            return problem
+    return None
+
+
+def _validate_output_config(body: dict) -> None:
+    """``output_config.format`` (GA) or the deprecated top-level ``output_format`` (beta)."""
+    where, fmt = "output_format", body.get("output_format")
+    config = body.get("output_config")
+    if isinstance(config, dict) and config.get("format") is not None:
+        if fmt is not None:
+            raise _Invalid("Both output_format and output_config.format were provided; use output_config.format.")
+        where, fmt = "output_config.format", config["format"]
+    if fmt is None:
+        return
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        raise _Invalid(f"{where}.type: Input should be 'json_schema'")
+    if not isinstance(fmt.get("schema"), dict):
+        raise _Invalid(f"{where}.schema: Field required")
+    problem = _anthropic_schema_problem(fmt["schema"], f"{where}.schema")
+    if problem:
+        raise _Invalid(problem)
 
 
 # --------------------------------------------------------------------------- wire encoding helpers
@@ -574,11 +769,15 @@ class _Handler(BaseHTTPRequestHandler):
             tokens = estimate_input_tokens(req.body)
             req.status = 200
             return self._respond_json(200, {"input_tokens": tokens}, {"request-id": _new_id("req_")})
+        fmt = req.body.get("response_format")
+        if not llm.json_schema_supported and isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+            message = "response_format type 'json_schema' is not supported by this endpoint; use 'json_object'."
+            return self._error(req, 400, message, {}, param="response_format")
         if llm.strict:
             try:
                 (_validate_openai if protocol == "openai" else _validate_anthropic)(req.body)
             except _Invalid as exc:
-                return self._error(req, 400, str(exc), {})
+                return self._error(req, 400, str(exc), {}, param=exc.param)
         item = llm._next_item(req)
         req.response = item
         latency = llm.latency() if callable(llm.latency) else llm.latency
@@ -592,7 +791,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ---- errors
 
-    def _error(self, req, status, message, headers, proto=None, etype=None, code=None) -> None:
+    def _error(self, req, status, message, headers, proto=None, etype=None, code=None, param=None) -> None:
         proto = proto or req.protocol
         rid = _new_id("req_")
         if proto == "anthropic":
@@ -605,7 +804,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "error": {
                     "message": message,
                     "type": etype,
-                    "param": None,
+                    "param": param,
                     "code": code or _OPENAI_ERROR_CODES.get(status),
                 }
             }
@@ -652,6 +851,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _openai(self, req: RecordedRequest, reply: Reply) -> None:
         llm = self.server.llm
         body = req.body
+        reply = reply.rendered_for(body)
         rid = _new_id("req_")
         cid = _new_id("chatcmpl-")
         created = int(time.time())
@@ -678,8 +878,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not body.get("stream"):
             message: dict = {
                 "role": "assistant",
-                "content": reply.text if (reply.text or not calls) else None,
-                "refusal": None,
+                "content": reply.text if ((reply.text or not calls) and reply.refusal is None) else None,
+                "refusal": reply.refusal,
                 "annotations": [],
             }
             if calls:
@@ -716,8 +916,11 @@ class _Handler(BaseHTTPRequestHandler):
             return b"data: " + _dumps({**base, "choices": [choice]}) + b"\n\n"
 
         size = llm.chunk_size
-        events = [chunk({"role": "assistant", "content": "" if (reply.text or not calls) else None, "refusal": None})]
-        if reply.text:
+        first = "" if ((reply.text or not calls) and reply.refusal is None) else None
+        events = [chunk({"role": "assistant", "content": first, "refusal": None})]
+        if reply.refusal is not None:
+            events += [chunk({"refusal": p}) for p in _pieces(reply.refusal, size)]
+        elif reply.text:
             events += [chunk({"content": p}) for p in _pieces(reply.text, size)]
         for idx, (tc, call_id) in enumerate(calls):
             start = {"index": idx, "id": call_id, "type": "function", "function": {"name": tc.name, "arguments": ""}}
@@ -741,6 +944,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _anthropic(self, req: RecordedRequest, reply: Reply) -> None:
         llm = self.server.llm
         body = req.body
+        reply = reply.rendered_for(body)
+        if reply.refusal is not None:
+            reply = replace(reply, text=reply.text or reply.refusal, tool_calls=[], stop_reason="refusal")
         rid = _new_id("req_")
         model = body.get("model") or "unknown"
         stop = reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
@@ -766,13 +972,14 @@ class _Handler(BaseHTTPRequestHandler):
             "stop_sequence": None,
             "usage": usage,
         }
+        details = {"type": "refusal", "category": None, "explanation": reply.refusal} if reply.refusal else None
         with_text = bool(reply.text) or not calls
         req.status = 200
 
         if not body.get("stream"):
             content = [{"type": "text", "text": reply.text}] if with_text else []
             content += [{"type": "tool_use", "id": i, "name": tc.name, "input": tc.arguments_obj()} for tc, i in calls]
-            resp = {**msg, "content": content, "stop_reason": stop}
+            resp = {**msg, "content": content, "stop_reason": stop, "stop_details": details}
             return self._respond_json(200, resp, headers, partial=reply.drop_after_chunks is not None)
 
         def event(type_: str, **fields: Any) -> bytes:
@@ -793,7 +1000,8 @@ class _Handler(BaseHTTPRequestHandler):
             deltas = [event("content_block_delta", index=index, delta=d) for d in deltas]
             events += block(index, {"type": "tool_use", "id": call_id, "name": tc.name, "input": {}}, deltas)
         delta_usage = {k: v for k, v in usage.items() if k != "service_tier"}  # message_delta usage is cumulative
-        events.append(event("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage=delta_usage))
+        delta = {"stop_reason": stop, "stop_sequence": None, "stop_details": details}
+        events.append(event("message_delta", delta=delta, usage=delta_usage))
         events.append(event("message_stop"))
         error = None
         if reply.anthropic_error_after_chunks is not None:
@@ -854,7 +1062,8 @@ class LLMServer:
       latency:     seconds, or zero-arg callable returning seconds, waited before each response
       chunk_delay: seconds between streamed SSE events (0 = write the whole stream at once)
       chunk_size:  characters per streamed text / argument fragment
-      strict:      reject malformed conversations with 400, like the real APIs
+      strict:      reject malformed conversations and structured-output requests with 400, like the real APIs
+      json_schema_supported: False = behave as a gateway that answers 400 to any json_schema response_format
       default:     callable(RecordedRequest) -> Reply | Fault | None, used when the queue is empty
       record:      keep RecordedRequest objects in ``requests`` (disable for very long benchmarks)
     """
@@ -866,6 +1075,7 @@ class LLMServer:
         chunk_delay: float = 0.0,
         chunk_size: int = 4,
         strict: bool = False,
+        json_schema_supported: bool = True,
         default: Callable[[RecordedRequest], Any] | None = None,
         record: bool = True,
         host: str = "127.0.0.1",
@@ -875,6 +1085,7 @@ class LLMServer:
         self.chunk_delay = chunk_delay
         self.chunk_size = chunk_size
         self.strict = strict
+        self.json_schema_supported = json_schema_supported
         self.default = default
         self.record = record
         self._lock = threading.Lock()
