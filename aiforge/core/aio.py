@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -131,12 +131,13 @@ def _run_on_background(coro: Coroutine[Any, Any, T]) -> T:
     return value
 
 
-def iterate_sync(agen: AsyncIterator[T]) -> Iterator[T]:
-    """Iterate an async generator from sync code, one item at a time.
+def iterate_sync(source: AsyncIterable[T]) -> Iterator[T]:
+    """Iterate an async iterable (an async generator, a streamed turn) from sync code, one item at a time.
 
     Closing the returned iterator early (``break``) closes the async generator too, so its
     cleanup (recording a streamed turn) runs.
     """
+    agen = aiter(source)
 
     async def next_item() -> tuple[bool, T | None]:
         try:

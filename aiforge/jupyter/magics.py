@@ -4,81 +4,25 @@ Load them with ``%load_ext aiforge``. Loading imports IPython's magic machinery 
 agent, its provider SDK, LangGraph, pandas and the display helpers are imported when a magic
 first runs.
 
-``{name}`` in a message is replaced by a variable of the notebook. Only names, attribute
-access and ``[0]``/``['key']`` indexing are substituted; nothing is evaluated (the magics
-also opt out of IPython's own ``{expression}`` expansion of the magic line, which would
-evaluate). ``{{`` and ``}}`` stand for literal braces.
+``{name}`` in a message is replaced by a variable of the notebook (``interpolation``); nothing
+is evaluated: the magics also opt out of IPython's own ``{expression}`` expansion of the magic
+line, which would evaluate.
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
+from aiforge.jupyter.interpolation import interpolate, resolve_reference
+
 FORMATS = ("markdown", "text", "code", "json")
-_MISSING = object()
-
-# ---------------------------------------------------------------------------
-# {name} interpolation: a reference grammar, never eval
-# ---------------------------------------------------------------------------
-
-_FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
-_STEP = r"""\.[A-Za-z]\w*|\[\s*-?\d+\s*\]|\[\s*'[^'\\]*'\s*\]|\[\s*"[^"\\]*"\s*\]"""
-_REFERENCE = re.compile(rf"\s*([A-Za-z_]\w*)((?:{_STEP})*)\s*")
-_STEPS = re.compile(r"""\.([A-Za-z]\w*)|\[\s*(-?\d+)\s*\]|\[\s*'([^'\\]*)'\s*\]|\[\s*"([^"\\]*)"\s*\]""")
-_LITERAL_HINT = "write {{ and }} for literal braces"
-
-
-def resolve_reference(reference: str, namespace: Mapping[str, Any]) -> Any:
-    """The value of ``name``, ``name.attr``, ``name[0]`` or ``name['key']`` (chained) in ``namespace``.
-
-    Attributes starting with ``_`` are refused; anything else (calls, operators) is a
-    ``UsageError``: the text is parsed, never evaluated.
-    """
-    match = _REFERENCE.fullmatch(reference)
-    if match is None:
-        raise UsageError(
-            f"{{{reference}}} is not a variable reference: only names, attributes and [index] are "
-            f"substituted, nothing is evaluated. Assign the value to a variable first, or {_LITERAL_HINT}."
-        )
-    name = match.group(1)
-    value = namespace.get(name, _MISSING)
-    if value is _MISSING:
-        raise UsageError(f"{{{reference.strip()}}}: no variable named {name!r} in the notebook ({_LITERAL_HINT}).")
-    for step in _STEPS.finditer(match.group(2)):
-        attribute, index, single, double = step.groups()
-        try:
-            if attribute is not None:
-                value = getattr(value, attribute)
-            else:
-                value = value[int(index) if index is not None else (single if single is not None else double)]
-        except Exception as exc:  # noqa: BLE001 - any failure of the lookup is the user's to fix
-            raise UsageError(
-                f"{{{reference.strip()}}}: {step.group(0).strip()} failed ({type(exc).__name__}: {exc})"
-            ) from None
-    return value
-
-
-def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
-    """``text`` with every ``{reference}`` replaced by ``str()`` of its value; ``{{``/``}}`` escape."""
-
-    def replace(match: re.Match[str]) -> str:
-        token = match.group(0)
-        if token in ("{{", "}}"):
-            return token[0]
-        if match.group(1) is None:
-            raise UsageError(f"unmatched {token!r} in the message; {_LITERAL_HINT}.")
-        return str(resolve_reference(match.group(1), namespace))
-
-    return _FIELD.sub(replace, text)
-
 
 # ---------------------------------------------------------------------------
 # Errors: a short message, never a traceback full of settings
@@ -111,6 +55,15 @@ def _with(decorators: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
         return func
 
     return apply
+
+
+def _selection_magic(func: Any) -> Any:
+    """A line magic whose only options select an agent (``-a``, ``--provider``, ...)."""
+    return no_var_expand(magic_arguments()(_with(_SELECTION)(line_magic(func))))
+
+
+def _parse(magic: Any, line: str) -> Any:
+    return magic.parser.parse_args(_tokens(line))
 
 
 _OPTION = re.compile(r"""\s*(--?[A-Za-z][\w-]*)(=)?""")
@@ -213,7 +166,7 @@ class ChatMagics(Magics):
             from aiforge.core.types import AIForgeError
 
             if isinstance(exc, AIForgeError):
-                from aiforge.jupyter.display import describe_error
+                from aiforge.core.render import describe_error
 
                 raise _short(exc, describe_error(exc, agent)) from None
             raise
@@ -229,45 +182,33 @@ class ChatMagics(Magics):
         return response
 
     def _stream(self, agent: Any, message: str, system: str | None, fmt: str) -> Any:
-        from aiforge.core.aio import run_sync
+        from aiforge.core.aio import iterate_sync, run_sync
         from aiforge.jupyter.display import StreamingDisplay, footer_text, partial_bundle, response_bundle
 
         view = StreamingDisplay(markdown=fmt == "markdown")
         view.open()
-        before = agent.last_response
-        chunks = agent.chat_stream(message, system_prompt=system)
-
-        async def next_chunk() -> str | None:
-            try:
-                return await chunks.__anext__()
-            except StopAsyncIteration:
-                return None
-
+        stream = agent.stream_turn(message, system_prompt=system)
+        chunks = iterate_sync(stream)
         try:
-            while (chunk := run_sync(next_chunk())) is not None:
+            for chunk in chunks:
                 view.append(chunk)
         except BaseException as exc:
-            # The partial answer stays visible, marked; then the turn is cancelled by throwing
-            # CancelledError into the stream (closing it would let the turn run to its end).
+            # The partial answer stays visible, marked; then the turn is cancelled (closing the
+            # stream would let it run to its end and be recorded).
             note = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"stopped: {type(exc).__name__}"
             view.close(partial_bundle(view.text, markdown=view.markdown, note=note), f"[{note}]")
-            run_sync(_cancel(chunks))
+            run_sync(stream.cancel())
+            chunks.close()
             raise
-        response = agent.last_response
-        if response is None or response is before:
-            raise RuntimeError("the chat stream ended without a response")  # pragma: no cover - agent contract
-        view.close(response_bundle(response, fmt), footer_text(response))
-        return response
+        view.close(response_bundle(stream.response, fmt), footer_text(stream.response))
+        return stream.response
 
     # -- %chat_reset / %chat_history -----------------------------------------------------
 
-    @no_var_expand
-    @magic_arguments()
-    @_with(_SELECTION)
-    @line_magic
+    @_selection_magic
     def chat_reset(self, line: str) -> None:
         """Start a new conversation: every session agent's, or only the selected agent's."""
-        args = self.chat_reset.parser.parse_args(_tokens(line))  # type: ignore[attr-defined]
+        args = _parse(self.chat_reset, line)
         if args.agent or any(v is not None for v in _config(args)):
             agent = self._agent(args, create=False)
             if agent is not None:
@@ -276,13 +217,10 @@ class ChatMagics(Magics):
         for agent in self.agents.values():
             agent.reset()
 
-    @no_var_expand
-    @magic_arguments()
-    @_with(_SELECTION)
-    @line_magic
+    @_selection_magic
     def chat_history(self, line: str) -> Any:
         """The conversation of the session agent (or the selected one) as a DataFrame."""
-        args = self.chat_history.parser.parse_args(_tokens(line))  # type: ignore[attr-defined]
+        args = _parse(self.chat_history, line)
         agent = self._agent(args, create=False)
         if agent is None:
             import pandas as pd
@@ -300,7 +238,7 @@ class ChatMagics(Magics):
                     "-a/--agent uses that agent as it is: --provider/--model/--quality/--memory are for session agents"
                 )
             agent = resolve_reference(args.agent, self.shell.user_ns)
-            if not (hasattr(agent, "chat_stream") and hasattr(agent, "reset")):
+            if not (hasattr(agent, "stream_turn") and hasattr(agent, "reset")):
                 raise UsageError(f"-a {args.agent}: a ChatAgent is needed, got {type(agent).__name__}")
             return agent
         agent = self.agents.get(config)
@@ -323,23 +261,6 @@ def _tokens(line: str) -> list[str]:
         return shlex.split(line)
     except ValueError as exc:
         raise UsageError(f"cannot read the options: {exc}") from None
-
-
-async def _cancel(chunks: Any) -> None:
-    import asyncio
-
-    # An interrupt while waiting has already cancelled the pending step, but run_sync does not
-    # wait for the stream to unwind: let it finish first. A stream merely suspended between
-    # chunks (interrupted while a chunk was being shown) gets the cancellation thrown in.
-    for _ in range(_UNWIND_POLLS):
-        if not getattr(chunks, "ag_running", False):
-            break
-        await asyncio.sleep(0.01)
-    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-        await chunks.athrow(asyncio.CancelledError())
-
-
-_UNWIND_POLLS = 1000  # 10 s
 
 
 # ---------------------------------------------------------------------------

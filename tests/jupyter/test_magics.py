@@ -19,7 +19,7 @@ from IPython.utils.capture import CapturedIO, capture_output
 
 from aiforge import ChatAgent
 from aiforge.core.types import Completion, ProviderError
-from aiforge.jupyter.magics import interpolate, resolve_reference
+from aiforge.jupyter.interpolation import interpolate, resolve_reference
 from aiforge.providers.scripted import ScriptedProvider, tool_call
 from aiforge.tools import calculator
 

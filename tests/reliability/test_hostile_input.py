@@ -26,7 +26,7 @@ from langchain_core.tools import StructuredTool
 from aiforge import ChatAgent
 from aiforge.core.settings import AIForgeSettings, load_settings
 from aiforge.core.types import AIForgeError, ConfigError
-from aiforge.jupyter.magics import interpolate
+from aiforge.jupyter.interpolation import interpolate
 from aiforge.providers.scripted import ScriptedProvider
 from aiforge.tools import calculator
 from tests.modules.chat.checks import assert_valid_history

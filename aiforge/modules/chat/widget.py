@@ -1,17 +1,9 @@
-"""``ChatPanel``: an ipywidgets chat panel for a ``ChatAgent``; also home of the built-in tools.
+"""``ChatPanel``: an ipywidgets chat panel for a ``ChatAgent``, with the built-in tools by default.
 
 The panel is a transcript, an input box, Send / Stop / New chat buttons, a provider/model
 label and a footer with tokens and session cost. Replies stream token by token (throttled)
-and render as a small, escaped Markdown subset: HTML from the model is shown as text, never
-run. Tool calls appear inline as collapsible rows with their input and output.
-
-Enter to send: ipywidgets' ``Textarea`` has no key events and its Enter only inserts a
-newline. Displaying the panel also displays a few lines of JavaScript (``ENTER_TO_SEND_JS``)
-that JupyterLab and Notebook 7 run for outputs of the current session: one capture-phase
-``keydown`` listener on the page that, for plain Enter inside a panel's input, syncs the
-text and clicks that panel's Send button; Shift+Enter keeps the newline. It needs no
-extension or build. Front ends that do not run JavaScript outputs keep a plain textarea
-(Enter is a newline) and the Send button.
+and render as a small, escaped Markdown subset (``panel_view``). Tool calls appear inline as
+collapsible rows with their input and output.
 
 Turns from the buttons run as tasks on the running loop (the kernel's), so the kernel keeps
 handling Stop clicks while a reply streams. ``send`` blocks until the turn is done (from a
@@ -23,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import json
 import logging
 import threading
 from typing import Any
@@ -31,50 +22,16 @@ from typing import Any
 import ipywidgets as widgets
 
 from aiforge.core.aio import background_loop, run_sync
-from aiforge.core.render import UPDATE_INTERVAL, Throttle, describe_error, markdown_to_html
+from aiforge.core.render import UPDATE_INTERVAL, Throttle, describe_error
 from aiforge.core.types import AIForgeError
 from aiforge.modules.chat.module import ChatAgent
+from aiforge.modules.chat.panel_view import ENTER_TO_SEND_JS, STYLE, render_entry
 from aiforge.modules.chat.schemas import ChatResponse
 from aiforge.tools import builtin_tools, calculator, current_time, research, unit_converter
 
 __all__ = ["ENTER_TO_SEND_JS", "ChatPanel", "builtin_tools", "calculator", "current_time", "research", "unit_converter"]
 
 logger = logging.getLogger("aiforge.chat.widget")
-
-ENTER_TO_SEND_JS = """\
-(() => {
-  if (window.__aiforgeEnterToSend) return;
-  window.__aiforgeEnterToSend = true;
-  document.addEventListener("keydown", (event) => {
-    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
-    const box = event.target instanceof Element ? event.target.closest(".aiforge-chat-input") : null;
-    if (!box) return;
-    event.preventDefault();
-    event.stopPropagation();
-    const panel = box.closest(".aiforge-chat-panel");
-    const send = panel ? panel.querySelector(".aiforge-chat-send") : null;
-    if (!send || send.disabled) return;
-    event.target.dispatchEvent(new Event("change", { bubbles: true }));
-    send.click();
-  }, true);
-})();
-"""
-"""The Enter-to-send hook displayed with every panel (installed once per page)."""
-
-_STYLE = """<style>
-.aiforge-chat-panel .aiforge-msg { padding: 6px 10px; margin: 3px 0; border-radius: 6px; line-height: 1.45; }
-.aiforge-chat-panel .aiforge-user { background: var(--jp-layout-color2, #f2f2f2); white-space: pre-wrap; }
-.aiforge-chat-panel .aiforge-error { color: var(--jp-error-color1, #c62828); white-space: pre-wrap; }
-.aiforge-chat-panel .aiforge-msg p { margin: 0 0 .5em 0; }
-.aiforge-chat-panel .aiforge-msg pre { background: var(--jp-layout-color2, #f6f8fa); padding: 6px; overflow-x: auto; }
-.aiforge-chat-panel details.aiforge-tool { font-size: 90%; margin: 2px 0 6px 0; }
-.aiforge-chat-panel details.aiforge-tool pre { margin: 2px 0; white-space: pre-wrap; }
-.aiforge-chat-panel .aiforge-note { opacity: .6; font-style: italic; }
-.aiforge-chat-panel .aiforge-footer { opacity: .7; font-size: 85%; }
-</style>"""
-
-_CURSOR = "<span class='aiforge-note'>▌</span>"
-
 
 class ChatPanel:
     """A chat panel for ``agent`` (default: a new ``ChatAgent`` with the built-in tools).
@@ -107,7 +64,7 @@ class ChatPanel:
         self._stop_requested = False
         self._tasks: set[Any] = set()
 
-        self.header = widgets.HTML(_STYLE + self._header_html())
+        self.header = widgets.HTML(STYLE + self._header_html())
         self.messages = widgets.VBox(_dom_classes=["aiforge-chat-transcript"])
         # A column-reverse scroller keeps the newest message in view as the transcript grows,
         # without JavaScript (unless the user has scrolled up to read).
@@ -254,34 +211,33 @@ class ChatPanel:
         view = self._add(entry, streaming=True)
         throttle = Throttle(self.update_interval)
         throttle.ready()
-        before = self.agent.last_response
+        stream = self.agent.stream_turn(text)
         try:
-            async for chunk in self.agent.chat_stream(text):
+            async for chunk in stream:
                 entry["content"] += chunk
                 if throttle.ready():
-                    view.value = _render(entry, streaming=True)
+                    view.value = render_entry(entry, streaming=True)
         except asyncio.CancelledError:
             entry["stopped"] = True
-            view.value = _render(entry)
+            view.value = render_entry(entry)
             if self._stop_requested:
                 task.uncancel()
                 return None
             raise
         except Exception as exc:
             entry["stopped"] = True
-            view.value = _render(entry)
+            view.value = render_entry(entry)
             self._add({"role": "error", "content": describe_error(exc, self.agent)})
             raise
-        response = self.agent.last_response
-        if response is None or response is before:
-            raise RuntimeError("the chat stream ended without a response")  # pragma: no cover - agent contract
+        response = stream.response
+        assert response is not None  # set whenever the iteration ends without an exception
         entry["content"] = response.message
         if response.tool_calls:
             entry["tool_calls"] = [
                 {"tool": tc.tool, "input": tc.input, "output": tc.output, "error": tc.error}
                 for tc in response.tool_calls
             ]
-        view.value = _render(entry)
+        view.value = render_entry(entry)
         self.last_response = response
         return response
 
@@ -311,7 +267,7 @@ class ChatPanel:
 
     def _add(self, entry: dict[str, Any], *, streaming: bool = False) -> widgets.HTML:
         self.transcript.append(entry)
-        view = widgets.HTML(_render(entry, streaming=streaming))
+        view = widgets.HTML(render_entry(entry, streaming=streaming))
         self.messages.children = (*self.messages.children, view)
         return view
 
@@ -331,44 +287,6 @@ class ChatPanel:
         if tracker.unpriced_models:
             parts.append("some models unpriced")
         self.footer.value = f"<div class='aiforge-footer'>{html.escape(' · '.join(parts))}</div>"
-
-
-# ---------------------------------------------------------------------------
-# Rendering (everything from the model or a tool is escaped)
-# ---------------------------------------------------------------------------
-
-
-def _render(entry: dict[str, Any], *, streaming: bool = False) -> str:
-    role = entry["role"]
-    if role == "user":
-        return f"<div class='aiforge-msg aiforge-user'>{html.escape(entry['content'])}</div>"
-    if role == "error":
-        return f"<div class='aiforge-msg aiforge-error'>⚠ {html.escape(entry['content'])}</div>"
-    tools = "".join(_tool_row(call) for call in entry.get("tool_calls", ()))
-    body = markdown_to_html(entry["content"])
-    if streaming:
-        body += _CURSOR
-    elif entry.get("stopped"):
-        body += "<p class='aiforge-note'>[stopped]</p>"
-    return f"<div class='aiforge-msg aiforge-assistant'>{tools}{body}</div>"
-
-
-def _tool_row(call: dict[str, Any]) -> str:
-    arguments = json.dumps(call["input"], ensure_ascii=False, default=str)
-    pretty = json.dumps(call["input"], ensure_ascii=False, indent=2, default=str)
-    output = call["output"] or ""
-    mark = "⚠" if call.get("error") else "🔧"
-    return (
-        f"<details class='aiforge-tool'><summary>{mark} <code>{html.escape(call['tool'])}</code> "
-        f"<code>{html.escape(_clip(arguments, 60))}</code> → {html.escape(_clip(output, 80))}</summary>"
-        f"<div>input</div><pre>{html.escape(pretty)}</pre>"
-        f"<div>output</div><pre>{html.escape(output)}</pre></details>"
-    )
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _resolve_tools(tools: Any) -> list[Any]:
