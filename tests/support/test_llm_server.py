@@ -12,6 +12,7 @@ import urllib.request
 import anthropic
 import httpx2
 import openai
+import pydantic
 import pytest
 
 from tests.support.llm_server import Fault, LLMServer, Reply, ToolCallSpec
@@ -379,3 +380,277 @@ def test_chunk_delay_streams_incrementally():
         for _ in oai(srv).chat.completions.create(model="m", messages=USER, stream=True):
             arrivals.append(time.monotonic())
         assert arrivals[-1] - arrivals[0] >= 0.15
+
+
+# --------------------------------------------------------------------------- structured output
+
+
+class City(pydantic.BaseModel):
+    name: str
+    population: int
+
+
+CITY = {"name": "Paris", "population": 2100000}
+CITY_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "population": {"type": "integer"}},
+    "required": ["name", "population"],
+    "additionalProperties": False,
+}
+JSON_USER = [{"role": "user", "content": "Describe Paris as JSON."}]
+
+
+def json_schema_format(schema, name="City", strict=True):
+    return {"type": "json_schema", "json_schema": {"name": name, "strict": strict, "schema": schema}}
+
+
+def without(schema, *path):
+    """A deep copy of ``schema`` with the key at ``path`` removed."""
+    schema = json.loads(json.dumps(schema))
+    node = schema
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return schema
+
+
+@pytest.mark.parametrize(
+    ("schema", "needle"),
+    [
+        (without(CITY_SCHEMA, "additionalProperties"), "In context=(), 'additionalProperties' is required"),
+        ({**CITY_SCHEMA, "required": ["name"]}, "Missing 'population'"),
+        (
+            {**CITY_SCHEMA, "properties": {**CITY_SCHEMA["properties"], "name": {"type": "string", "minLength": 1}}},
+            "In context=('properties', 'name'), 'minLength' is not permitted.",
+        ),
+        (
+            {
+                **CITY_SCHEMA,
+                "properties": {**CITY_SCHEMA["properties"], "population": {"type": "integer", "default": 0}},
+            },
+            "'default' is not permitted",
+        ),
+        (
+            {
+                **CITY_SCHEMA,
+                "properties": {"name": {"$ref": "#/$defs/N"}, "population": {"type": "integer"}},
+                "$defs": {"N": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}},
+            },
+            "In context=('$defs', 'N'), 'additionalProperties' is required",
+        ),
+        ({**CITY_SCHEMA, "oneOf": [{"required": ["name"]}]}, "'oneOf' is not permitted"),
+        ({"type": "array", "items": {"type": "string"}}, "schema must be a JSON Schema of 'type: \"object\"'"),
+        (
+            {**CITY_SCHEMA, "properties": {**CITY_SCHEMA["properties"], "name": {"type": "string", "format": "x"}}},
+            "'x' is not a valid format",
+        ),
+    ],
+)
+def test_strict_openai_rejects_schemas_that_are_not_strict_valid(srv, schema, needle):
+    srv.strict = True
+    srv.enqueue(Reply(output=CITY))
+    with pytest.raises(openai.BadRequestError) as err:
+        oai(srv).chat.completions.create(model="m", messages=USER, response_format=json_schema_format(schema))
+    assert needle in err.value.message and "Invalid" in err.value.message
+    assert err.value.param == "response_format" and srv.pending == 1
+
+
+def test_strict_openai_accepts_a_strict_valid_schema_and_a_non_strict_one(srv):
+    srv.strict = True
+    srv.enqueue(Reply(output=CITY), Reply(output=CITY))
+    client = oai(srv)
+    nested = {
+        **CITY_SCHEMA,
+        "properties": {"name": {"anyOf": [{"$ref": "#/$defs/N"}, {"type": "null"}]}, "population": {"type": "integer"}},
+        "$defs": {
+            "N": {
+                "type": "object",
+                "properties": {"x": {"type": "string", "pattern": "^a", "format": "email"}},
+                "required": ["x"],
+                "additionalProperties": False,
+            }
+        },
+    }
+    reply = client.chat.completions.create(model="m", messages=USER, response_format=json_schema_format(nested))
+    assert json.loads(reply.choices[0].message.content) == CITY
+    loose = without(CITY_SCHEMA, "additionalProperties")
+    client.chat.completions.create(model="m", messages=USER, response_format=json_schema_format(loose, strict=False))
+    assert [r.status for r in srv.requests] == [200, 200]
+
+
+def test_strict_openai_checks_the_schema_name_and_json_object_requests(srv):
+    srv.strict = True
+    client = oai(srv)
+    with pytest.raises(openai.BadRequestError, match="does not match pattern"):
+        client.chat.completions.create(
+            model="m", messages=USER, response_format=json_schema_format(CITY_SCHEMA, name="my city!")
+        )
+    with pytest.raises(openai.BadRequestError, match="must contain the word 'json'"):
+        client.chat.completions.create(model="m", messages=USER, response_format={"type": "json_object"})
+    with pytest.raises(openai.BadRequestError, match="Supported values are"):
+        client.chat.completions.create(model="m", messages=USER, response_format={"type": "yaml"})
+    srv.enqueue(Reply(output=CITY))
+    reply = client.chat.completions.create(model="m", messages=JSON_USER, response_format={"type": "json_object"})
+    assert json.loads(reply.choices[0].message.content) == CITY
+
+
+def test_openai_sdk_parse_helper_reads_a_structured_reply(srv):
+    srv.strict = True  # the SDK's own strict schema must pass the server's check
+    srv.enqueue(Reply(output=CITY))
+    message = oai(srv).chat.completions.parse(model="m", messages=USER, response_format=City).choices[0].message
+    assert message.parsed == City(**CITY) and message.refusal is None
+    assert srv.requests[0].output_schema["properties"]["population"] == {"title": "Population", "type": "integer"}
+
+
+def test_gateway_without_json_schema_rejects_it_and_accepts_json_object():
+    with LLMServer(json_schema_supported=False) as gateway:
+        gateway.enqueue(Reply(output=CITY))
+        client = oai(gateway)
+        with pytest.raises(openai.BadRequestError, match="'json_schema' is not supported") as err:
+            client.chat.completions.create(model="m", messages=USER, response_format=json_schema_format(CITY_SCHEMA))
+        assert err.value.param == "response_format" and gateway.pending == 1
+        reply = client.chat.completions.create(model="m", messages=JSON_USER, response_format={"type": "json_object"})
+        assert json.loads(reply.choices[0].message.content) == CITY
+
+
+@pytest.mark.parametrize(
+    ("output", "text"),
+    [
+        ("{'name': 'Paris',", "{'name': 'Paris',"),  # invalid JSON, verbatim
+        ({"name": "Paris", "population": "many"}, '{"name":"Paris","population":"many"}'),  # schema-violating
+        ("null", "null"),
+    ],
+)
+def test_openai_returns_scripted_output_verbatim_when_streaming_or_not(srv, output, text):
+    srv.enqueue(Reply(output=output), Reply(output=output))
+    client = oai(srv)
+    fmt = json_schema_format(CITY_SCHEMA)
+    assert (
+        client.chat.completions.create(model="m", messages=USER, response_format=fmt).choices[0].message.content == text
+    )
+    chunks = client.chat.completions.create(model="m", messages=USER, response_format=fmt, stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == text
+
+
+def test_openai_refusal_non_streaming(srv):
+    srv.enqueue(Reply(refusal="I can't help with that."))
+    message = oai(srv).chat.completions.parse(model="m", messages=USER, response_format=City).choices[0].message
+    assert message.refusal == "I can't help with that." and message.content is None and message.parsed is None
+
+
+def test_openai_refusal_streams_as_refusal_deltas(srv):
+    srv.enqueue(Reply(refusal="I can't help with that."))
+    with oai(srv).chat.completions.stream(model="m", messages=USER, response_format=City) as stream:
+        deltas = [e.delta for e in stream if e.type == "refusal.delta"]
+        final = stream.get_final_completion()
+    assert len(deltas) > 3 and "".join(deltas) == "I can't help with that."
+    message = final.choices[0].message
+    assert message.refusal == "I can't help with that." and message.content is None and message.parsed is None
+
+
+def test_openai_structured_reply_streams_through_the_sdk_helper(srv):
+    srv.enqueue(Reply(output=CITY))
+    with oai(srv).chat.completions.stream(model="m", messages=USER, response_format=City) as stream:
+        pieces = [e.delta for e in stream if e.type == "content.delta"]
+        final = stream.get_final_completion()
+    assert len(pieces) > 5 and final.choices[0].message.parsed == City(**CITY)
+
+
+# ---- Anthropic
+
+CITY_TOOL = {"name": "city", "description": "Report a city.", "input_schema": CITY_SCHEMA}
+
+
+def test_anthropic_forced_tool_returns_the_output_as_that_tool_input(srv):
+    srv.strict = True
+    srv.enqueue(Reply(output=CITY), Reply(output=CITY))
+    client = ant(srv)
+    forced = {"type": "tool", "name": "city"}
+    tools = [ANTHROPIC_WEATHER_TOOL, CITY_TOOL]
+    message = client.messages.create(model="m", max_tokens=50, messages=USER, tools=tools, tool_choice=forced)
+    (block,) = message.content
+    assert (block.type, block.name, block.input, message.stop_reason) == ("tool_use", "city", CITY, "tool_use")
+    with client.messages.stream(model="m", max_tokens=50, messages=USER, tools=tools, tool_choice=forced) as stream:
+        final = stream.get_final_message()
+    assert final.content[0].input == CITY
+    assert srv.requests[0].output_schema == CITY_SCHEMA
+
+
+def test_anthropic_forced_tool_streams_invalid_json_verbatim(srv):
+    srv.enqueue(Reply(output='{"name": "Par'))
+    forced = {"type": "tool", "name": "city"}
+    with ant(srv).messages.stream(model="m", max_tokens=50, messages=USER, tools=[CITY_TOOL], tool_choice=forced) as s:
+        partial = "".join(e.delta.partial_json for e in s if e.type == "content_block_delta")
+    assert partial == '{"name": "Par'
+
+
+@pytest.mark.parametrize(
+    ("tool_choice", "tools", "needle"),
+    [
+        ({"type": "tool", "name": "nope"}, [CITY_TOOL], "tool 'nope' is not one of the provided tools"),
+        ({"type": "tool"}, [CITY_TOOL], "tool_choice.tool.name: Field required"),
+        ({"type": "function", "name": "city"}, [CITY_TOOL], "tool_choice.type"),
+        ({"type": "tool", "name": "city"}, None, "only be specified while providing tools"),
+    ],
+)
+def test_strict_anthropic_checks_the_tool_choice_shape(srv, tool_choice, tools, needle):
+    srv.strict = True
+    body = {"model": "m", "max_tokens": 10, "messages": USER, "tool_choice": tool_choice}
+    if tools:
+        body["tools"] = tools
+    status, answer = post(srv, "/v1/messages", body)
+    assert status == 400 and needle in answer["error"]["message"]
+
+
+def test_anthropic_output_config_format_gets_the_output_as_text(srv):
+    srv.strict = True
+    srv.enqueue(Reply(output=CITY), Reply(output=CITY))
+    client = ant(srv)
+    config = {"format": {"type": "json_schema", "schema": CITY_SCHEMA}}
+    message = client.messages.create(model="m", max_tokens=50, messages=USER, output_config=config)
+    assert json.loads(message.content[0].text) == CITY and message.stop_reason == "end_turn"
+    with client.messages.stream(model="m", max_tokens=50, messages=USER, output_config=config) as stream:
+        assert json.loads("".join(stream.text_stream)) == CITY
+    assert srv.requests[0].output_schema == CITY_SCHEMA
+
+
+def test_anthropic_sdk_parse_helper_passes_the_strict_check(srv):
+    srv.strict = True
+    srv.enqueue(Reply(output=CITY))
+    parsed = ant(srv).messages.parse(model="m", max_tokens=50, messages=USER, output_format=City)
+    assert parsed.parsed_output == City(**CITY)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "needle"),
+    [
+        ({"type": "json_schema", "schema": without(CITY_SCHEMA, "additionalProperties")}, "must be explicitly set"),
+        (
+            {
+                "type": "json_schema",
+                "schema": {**CITY_SCHEMA, "properties": {"name": {"type": "string", "maxLength": 3}}},
+            },
+            "output_config.format.schema.properties.name: 'maxLength' is not supported",
+        ),
+        ({"type": "json_object"}, "output_config.format.type"),
+        ({"type": "json_schema"}, "output_config.format.schema: Field required"),
+    ],
+)
+def test_strict_anthropic_rejects_unsupported_output_formats(srv, fmt, needle):
+    srv.strict = True
+    body = {"model": "m", "max_tokens": 10, "messages": USER, "output_config": {"format": fmt}}
+    status, answer = post(srv, "/v1/messages", body)
+    assert status == 400 and needle in answer["error"]["message"]
+    status, answer = post(srv, "/v1/messages", {**body, "output_format": fmt})
+    assert status == 400 and "Both output_format and output_config.format" in answer["error"]["message"]
+
+
+def test_anthropic_refusal_streaming_or_not(srv):
+    srv.enqueue(Reply(refusal="I won't do that."), Reply(refusal="I won't do that."))
+    client = ant(srv)
+    message = client.messages.create(model="m", max_tokens=50, messages=USER)
+    assert message.stop_reason == "refusal" and message.content[0].text == "I won't do that."
+    assert message.stop_details.type == "refusal" and message.stop_details.explanation == "I won't do that."
+    with client.messages.stream(model="m", max_tokens=50, messages=USER) as stream:
+        final = stream.get_final_message()
+    assert final.stop_reason == "refusal" and final.content[0].text == "I won't do that."
