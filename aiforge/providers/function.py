@@ -1,7 +1,8 @@
 """A plain function as a provider: ``fn(messages, **params) -> str``, sync or async.
 
-Functions have no native tool calling, so agents talk to them with the prompted-JSON protocol
-(tool instructions in the system prompt, ``{"tool": ..., "input": ...}`` answers).
+Functions have no native tool calling: an agent wraps this provider in
+``providers.prompted.PromptedTools`` (the prompted-JSON protocol), so it only ever sends it
+plain role/content messages.
 """
 
 from __future__ import annotations

@@ -56,8 +56,9 @@ def _check_message(message: Any) -> str:
 class ChatAgent(BaseModule):
     """A multi-turn conversational agent with memory, tool use and streaming.
 
-    Parameters, methods and examples: the README's "Chat agent" and "Tools" sections;
-    ``**kwargs`` are ``AIForgeSettings`` overrides such as ``MODEL="gpt-4o"``.
+    Usage: the README's "Configuration", "Providers" and "Notebooks" sections, and the tutorials
+    ``notebooks/01_quickstart`` to ``04_streaming_async``; ``**kwargs`` are ``AIForgeSettings``
+    overrides such as ``MODEL="gpt-4o"`` or ``TEMPERATURE=0.3``.
     """
 
     def __init__(

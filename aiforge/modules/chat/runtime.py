@@ -23,11 +23,9 @@ if TYPE_CHECKING:
 class AgentRuntime:
     """What every turn of one agent shares; built when the agent is constructed."""
 
-    provider: Provider
-    """The provider as the graph sees it: native tool calls only (see ``providers.prompted``)."""
+    provider: Provider  # as the graph sees it: native tool calls only (see providers.prompted)
     provider_name: str
-    free: bool
-    """Calls cost zero rather than "unknown" (local models, fakes)."""
+    free: bool  # calls cost zero rather than "unknown" (local models, fakes)
     params: CallParams
     toolset: Toolset
     cost_tracker: CostTracker

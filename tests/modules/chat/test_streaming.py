@@ -326,3 +326,54 @@ def test_ctrl_c_during_run_stream_cancels_the_turn_and_keeps_history() -> None:
     assert agent.history == before and agent.last_response.message == "first answer"
     fake.delay = 0
     assert agent.chat("three").message == "after"
+
+
+# ---------------------------------------------------------------------------
+# The streamed turn as one object (what ChatPanel and %%chat consume)
+# ---------------------------------------------------------------------------
+
+
+async def test_stream_turn_yields_the_text_then_holds_the_turns_response() -> None:
+    agent, _ = poet()
+    stream = agent.stream_turn("poem")
+
+    chunks = [chunk async for chunk in stream]
+
+    assert stream.response is agent.last_response
+    assert stream.response.message == "".join(chunks) == POEM
+
+
+async def test_stream_turn_response_is_none_until_the_stream_ends() -> None:
+    agent, _ = poet()
+    stream = agent.stream_turn("poem")
+    deltas = aiter(stream)
+
+    await anext(deltas)
+
+    assert stream.response is None
+    await deltas.aclose()
+
+
+async def test_cancelling_a_stream_turn_leaves_history_and_last_response_unchanged() -> None:
+    agent, _ = poet(POEM)
+    agent.chat("first")
+    before, last = agent.history, agent.last_response
+    stream = agent.stream_turn("poem")
+    deltas = aiter(stream)
+    await anext(deltas)
+
+    await stream.cancel()
+
+    assert agent.history == before and agent.last_response is last
+    assert stream.response is None
+    with pytest.raises(StopAsyncIteration):
+        await anext(deltas)
+
+
+async def test_a_stream_turn_is_iterated_once() -> None:
+    agent, _ = poet()
+    stream = agent.stream_turn("poem")
+    _ = [chunk async for chunk in stream]
+
+    with pytest.raises(RuntimeError, match="iterated once"):
+        aiter(stream)
