@@ -40,7 +40,15 @@ from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["LLMServer", "Reply", "Fault", "ToolCallSpec", "RecordedRequest", "estimate_input_tokens"]
+__all__ = [
+    "LLMServer",
+    "Reply",
+    "Fault",
+    "ToolCallSpec",
+    "RecordedRequest",
+    "estimate_input_tokens",
+    "sample_output",
+]
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"))  # reused: json.dumps(**kw) builds an encoder per call
 
@@ -603,6 +611,42 @@ def _validate_output_config(body: dict) -> None:
     problem = _anthropic_schema_problem(fmt["schema"], f"{where}.schema")
     if problem:
         raise _Invalid(problem)
+
+
+_SAMPLE_STRINGS = {"date-time": "2024-01-01T00:00:00Z", "date": "2024-01-01", "time": "00:00:00", "email": "a@b.co"}
+
+
+def sample_output(schema: dict, defs: dict | None = None) -> Any:
+    """A small value that satisfies ``schema`` (first enum value, lowest allowed number, ...).
+
+    For scripting structured answers without writing them, e.g. in a benchmark:
+    ``srv.default = lambda req: Reply(output=sample_output(req.output_schema)) if req.output_schema else None``
+    """
+    defs = schema.get("$defs", {}) if defs is None else defs
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        return sample_output(defs[ref.rsplit("/", 1)[-1]], defs)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    branches = schema.get("anyOf") or schema.get("oneOf") or schema.get("allOf")
+    if branches:
+        usable = [b for b in branches if b.get("type") != "null"] or branches
+        return sample_output(usable[0], defs)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        return {key: sample_output(sub, defs) for key, sub in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return [sample_output(schema.get("items") or {}, defs) for _ in range(schema.get("minItems") or 0)]
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", -1) + 1)
+        return int(low) if kind == "integer" else float(low)
+    if kind == "string":
+        return _SAMPLE_STRINGS.get(schema.get("format"), "x" * (schema.get("minLength") or 1))
+    return {"boolean": True, "null": None}.get(kind, {})
 
 
 # --------------------------------------------------------------------------- wire encoding helpers
@@ -1220,6 +1264,11 @@ class LLMServer:
         return item if item is not None else Reply(text=f"echo: {req.last_user_text}")
 
 
+def _sampled_reply(req: RecordedRequest) -> Reply | None:
+    schema = req.output_schema
+    return Reply(output=sample_output(schema)) if schema else None
+
+
 def main(argv: list | None = None) -> None:
     """Run standalone (echo/default replies only), e.g. so a benchmark client does not share the server's GIL:
 
@@ -1234,6 +1283,8 @@ def main(argv: list | None = None) -> None:
     ap.add_argument("--chunk-delay", type=float, default=0.0)
     ap.add_argument("--chunk-size", type=int, default=4)
     ap.add_argument("--strict", action="store_true")
+    ap.add_argument("--no-json-schema", action="store_true", help="answer 400 to json_schema response_format")
+    ap.add_argument("--structured", action="store_true", help="answer structured requests with sample_output()")
     args = ap.parse_args(argv)
     srv = LLMServer(
         host=args.host,
@@ -1242,6 +1293,8 @@ def main(argv: list | None = None) -> None:
         chunk_delay=args.chunk_delay,
         chunk_size=args.chunk_size,
         strict=args.strict,
+        json_schema_supported=not args.no_json_schema,
+        default=_sampled_reply if args.structured else None,
         record=False,
     )
     print(f"listening on {srv.base_url}  (openai: {srv.openai_base_url})", flush=True)

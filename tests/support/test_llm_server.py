@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import threading
 import time
 import urllib.error
 import urllib.request
+from typing import Literal
 
 import anthropic
 import httpx2
@@ -15,7 +17,7 @@ import openai
 import pydantic
 import pytest
 
-from tests.support.llm_server import Fault, LLMServer, Reply, ToolCallSpec
+from tests.support.llm_server import Fault, LLMServer, Reply, ToolCallSpec, sample_output
 
 USER = [{"role": "user", "content": "What is the capital of France?"}]
 WEATHER_TOOL = {
@@ -654,3 +656,23 @@ def test_anthropic_refusal_streaming_or_not(srv):
     with client.messages.stream(model="m", max_tokens=50, messages=USER) as stream:
         final = stream.get_final_message()
     assert final.stop_reason == "refusal" and final.content[0].text == "I won't do that."
+
+
+class Trip(pydantic.BaseModel):
+    city: City
+    mood: Literal["good", "bad"]
+    day: datetime.date
+    stops: list[str] = pydantic.Field(min_length=2)
+    stars: int = pydantic.Field(ge=3, le=5)
+    note: str | None = None
+
+
+def test_sampled_structured_replies_satisfy_the_requested_schema(srv):
+    srv.strict = True
+    srv.default = lambda req: Reply(output=sample_output(req.output_schema)) if req.output_schema else None
+    trip = oai(srv).chat.completions.parse(model="m", messages=USER, response_format=Trip).choices[0].message.parsed
+    assert (trip.mood, trip.stars, trip.stops, trip.note) == ("good", 3, ["x", "x"], "x")
+    config = {"format": {"type": "json_schema", "schema": CITY_SCHEMA}}
+    text = ant(srv).messages.create(model="m", max_tokens=50, messages=USER, output_config=config).content[0].text
+    assert City.model_validate_json(text) == City(name="x", population=0)
+    assert oai(srv).chat.completions.create(model="m", messages=USER).choices[0].message.content.startswith("echo")
