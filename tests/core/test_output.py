@@ -334,3 +334,24 @@ def test_validate_never_raises_anything_but_output_validation_error(text: str) -
         OutputSpec.of(Review).validate(text)
     except OutputValidationError as exc:
         assert exc.raw_text == text and exc.errors
+
+
+@pytest.mark.parametrize("output", [Review, Node, Person, Point, list[str], Literal["x", "y"], Color, StrictEvent])
+def test_strict_schema_is_accepted_by_a_strict_openai_server_and_its_sample_validates(output: Any) -> None:
+    openai = pytest.importorskip("openai")
+    from tests.support.llm_server import LLMServer, Reply, sample_output
+
+    spec = OutputSpec.of(output)
+    strict = spec.strict_schema()
+    with LLMServer(strict=True) as server:
+        server.enqueue(Reply(output=sample_output(strict)))
+        client = openai.OpenAI(base_url=server.openai_base_url, api_key="sk-test", max_retries=0)
+        reply = client.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "Answer."}],
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": spec.name, "strict": True, "schema": strict},
+            },
+        )
+    spec.validate(reply.choices[0].message.content)
