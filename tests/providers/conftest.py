@@ -1,15 +1,78 @@
-"""Fixtures for provider wire tests: the fake LLM server, and a canned-SSE server for shapes it cannot script."""
+"""Fixtures for provider wire tests: the fake LLM server, a canned-SSE server for shapes it cannot script,
+and the wire protocol under test (both SDK providers, or the one a vendor's test module pins).
+"""
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
+from aiforge.core.settings import load_settings
+from aiforge.core.types import CallParams, Completion, Message
 from aiforge.providers.base import Provider
 from tests.support.llm_server import LLMServer
+
+SECRET = "sk-test-SECRET"
+HELLO: list[Message] = [{"role": "user", "content": "hello"}]
+
+
+@dataclass(frozen=True)
+class WireProtocol:
+    """One SDK provider as the wire tests drive it."""
+
+    name: str
+    provider_path: str
+    """``module:Class``, imported when a test asks for it."""
+    url_setting: str
+    key_setting: str
+    model: str
+    tool_finish_reason: str
+
+    @property
+    def provider_class(self) -> type[Provider]:
+        module, _, attr = self.provider_path.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    @property
+    def params(self) -> CallParams:
+        return CallParams(model=self.model)
+
+    def base_url(self, server: LLMServer) -> str:
+        return server.openai_base_url if self.name == "openai" else server.anthropic_base_url
+
+    def settings(self, base_url: str, **overrides: Any) -> Any:
+        values = {"PROVIDER": self.name, self.key_setting: SECRET, self.url_setting: base_url, **overrides}
+        return load_settings(**values)
+
+
+OPENAI = WireProtocol(
+    "openai",
+    "aiforge.providers.openai:OpenAIProvider",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "gpt-4o-mini",
+    "tool_calls",
+)
+ANTHROPIC = WireProtocol(
+    "anthropic",
+    "aiforge.providers.anthropic:AnthropicProvider",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "claude-haiku-4-5",
+    "tool_use",
+)
+
+
+@pytest.fixture(params=[OPENAI, ANTHROPIC], ids=lambda p: p.name)
+def protocol(request: pytest.FixtureRequest) -> WireProtocol:
+    """The SDK provider under test; a vendor's test module overrides this with its own."""
+    return request.param
 
 
 @pytest.fixture
@@ -67,3 +130,30 @@ async def provider_cleanup() -> AsyncIterator[list[Provider]]:
     yield providers
     for provider in providers:
         await provider.aclose()
+
+
+@pytest.fixture
+def make_provider(protocol: WireProtocol, provider_cleanup: list[Provider]) -> Callable[..., Any]:
+    """``make_provider(base_url, **settings)``: the protocol's provider, closed when the test ends."""
+
+    def make(base_url: str, **overrides: Any) -> Any:
+        provider_cleanup.append(provider := protocol.provider_class(protocol.settings(base_url, **overrides)))
+        return provider
+
+    return make
+
+
+@pytest.fixture
+def collect(protocol: WireProtocol) -> Callable[..., Any]:
+    """``await collect(provider, messages=HELLO, tools=None) -> (deltas, final Completion)`` of one stream."""
+
+    async def run(provider: Provider, messages: list[Message] = HELLO, tools: Any = None) -> tuple[list, Any]:
+        deltas, final = [], None
+        async for event in provider.stream(messages, tools, protocol.params):
+            if isinstance(event, Completion):
+                final = event
+            else:
+                deltas.append(event)
+        return deltas, final
+
+    return run
