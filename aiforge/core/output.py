@@ -58,7 +58,7 @@ class OutputRefusedError(AIForgeError):
         self.refusal = refusal
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # one instance per type (cached): identity is equality
 class OutputSpec:
     """An ``output=`` type with its JSON schema; build it with ``OutputSpec.of(output)``."""
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass, field
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from aiforge.core.render import replace_lone_surrogates
+
+if TYPE_CHECKING:
+    from aiforge.core.output import OutputSpec
 
 # ---------------------------------------------------------------------------
 # Errors
@@ -207,6 +210,9 @@ class Completion:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     finish_reason: str | None = None
+    # The model declined to answer a structured request (OpenAI ``refusal``, Anthropic stop reason
+    # ``refusal``): its explanation, possibly empty. ``None`` when it did not refuse.
+    refusal: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,3 +222,7 @@ class CallParams:
     model: str
     temperature: float | None = None
     max_tokens: int | None = None
+    # The structured answer asked for (``aiforge.core.output.OutputSpec``), or None for free text.
+    # A provider given one makes its final answer the JSON of that type by its own mechanism
+    # (strict json_schema, output_config, constrained decoding, instructions); validation is above it.
+    output: OutputSpec | None = None
