@@ -20,6 +20,11 @@ from tests.support.llm_server import LLMServer
 
 SECRET = "sk-test-SECRET"
 HELLO: list[Message] = [{"role": "user", "content": "hello"}]
+WEATHER_TOOL = {
+    "name": "get_weather",
+    "description": "Weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
 
 
 @dataclass(frozen=True)

@@ -14,19 +14,12 @@ from aiforge.core.types import (
     Message,
     ProviderError,
 )
-from tests.providers.conftest import ANTHROPIC, WireProtocol
+from tests.providers.conftest import ANTHROPIC, HELLO, WEATHER_TOOL, WireProtocol
 from tests.support.llm_server import LLMServer, Reply, ToolCallSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-SECRET = "sk-test-SECRET"
 PARAMS = CallParams(model="claude-haiku-4-5")
-HELLO: list[Message] = [{"role": "user", "content": "hello"}]
-WEATHER_TOOL = {
-    "name": "get_weather",
-    "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-}
 
 
 @pytest.fixture

@@ -15,17 +15,10 @@ from aiforge.core.types import (
     ProviderError,
 )
 from aiforge.providers.openai import OpenAIProvider
-from tests.providers.conftest import OPENAI, WireProtocol
+from tests.providers.conftest import HELLO, OPENAI, SECRET, WEATHER_TOOL, WireProtocol
 from tests.support.llm_server import LLMServer, Reply, ToolCallSpec
 
-SECRET = "sk-test-SECRET"
 PARAMS = CallParams(model="gpt-4o-mini")
-HELLO: list[Message] = [{"role": "user", "content": "hello"}]
-WEATHER_TOOL = {
-    "name": "get_weather",
-    "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-}
 
 
 @pytest.fixture

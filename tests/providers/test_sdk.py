@@ -22,22 +22,15 @@ from aiforge.core.types import (
     AuthenticationError,
     BadRequestError,
     ConfigError,
-    Message,
     NotFoundError,
     PermissionDeniedError,
     ProviderError,
     RateLimitError,
 )
+from tests.providers.conftest import HELLO, SECRET, WEATHER_TOOL
 from tests.support.llm_server import Fault, LLMServer, Reply, ToolCallSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SECRET = "sk-test-SECRET"  # the key conftest's ``make_provider`` configures
-HELLO: list[Message] = [{"role": "user", "content": "hello"}]
-WEATHER_TOOL = {
-    "name": "get_weather",
-    "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-}
 
 
 # --- retries ----------------------------------------------------------------------------------
