@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from aiforge.dataframes.hook import register_accessor_with_pandas as _register_accessor_with_pandas
+
 __version__ = "0.1.0"
 
 _LAZY: dict[str, str] = {
@@ -99,3 +101,6 @@ def unload_ipython_extension(ipython: Any) -> None:
     from aiforge.jupyter.magics import unload_ipython_extension as unload
 
     unload(ipython)
+
+
+_register_accessor_with_pandas()  # df.aiforge / s.aiforge, without importing pandas here

@@ -3,14 +3,23 @@
 Fields are plain column names parsed by ``string.Formatter`` (``{{`` and ``}}`` escape braces). Attribute
 or index access, format specs and conversions are refused when the template is built: a template is
 data from the user's notebook and nothing in it is evaluated.
+
+``batch_prompts`` turns the items of a batch (a list, a pandas Series or DataFrame) into one prompt per row.
+A one-dimensional item is the field ``{value}`` (a named Series' values are also its name); a DataFrame's
+fields are its columns.
 """
 
 from __future__ import annotations
 
 import math
 import string
+import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+VALUE_FIELD = "value"
+"""The field of a one-dimensional item (a list's string, a Series' value) in a template."""
 
 
 class RowTemplate:
@@ -81,3 +90,82 @@ def _is_missing(value: Any) -> bool:
     if isinstance(value, float):
         return math.isnan(value)
     return type(value).__name__ in ("NAType", "NaTType")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPrompts:
+    """The prompt of each item of a batch, the items that cannot be asked, and the input's index."""
+
+    texts: list[str]
+    """One prompt per item; where a value is missing, the template as it reads with that value empty."""
+    missing: dict[int, str]
+    """Position -> ``"missing value: <fields>"`` for the items that must fail without a call."""
+    index: Any = None
+    """The pandas index of a Series or DataFrame input, ``None`` for a list (positions)."""
+
+
+def batch_prompts(items: Any, prompt: str | RowTemplate | None = None) -> BatchPrompts:
+    """The prompts of ``items``, ``prompt`` filled from each row; ``ValueError`` before anything runs."""
+    template = RowTemplate(prompt) if isinstance(prompt, str) else prompt
+    if isinstance(items, str):
+        raise ValueError("run_batch takes a list of strings (or a pandas Series or DataFrame), not a single string")
+    pd = sys.modules.get("pandas")  # a DataFrame or Series means pandas is loaded already
+    if pd is not None and isinstance(items, pd.DataFrame):
+        return _frame_prompts(items, template)
+    if pd is not None and isinstance(items, pd.Series):
+        names = [VALUE_FIELD, *([items.name] if isinstance(items.name, str) else [])]
+        return _value_prompts(items.tolist(), names, template, items.index)
+    try:
+        values = list(items)
+    except TypeError:
+        raise ValueError(f"run_batch takes a list of strings, got {type(items).__name__}") from None
+    return _value_prompts(values, [VALUE_FIELD], template, None)
+
+
+def _frame_prompts(frame: Any, template: RowTemplate | None) -> BatchPrompts:
+    columns = list(frame.columns)
+    if template is None:
+        if len(columns) != 1:
+            raise ValueError(
+                f"run_batch got a DataFrame with {len(columns)} columns ({', '.join(map(repr, columns))}) and no "
+                "prompt: pass prompt='... {column} ...' to build each row's prompt from its columns, "
+                "or pass the one column to ask, e.g. df['review']."
+            )
+        return _value_prompts(frame.iloc[:, 0].tolist(), [columns[0]], None, frame.index)
+    template.check(columns)
+    _check_names_a_field(template)
+    values = {name: frame[name].tolist() for name in template.fields}
+    rows = [dict(zip(values, row, strict=True)) for row in zip(*values.values(), strict=True)]
+    return _row_prompts(rows, template, frame.index)
+
+
+def _value_prompts(values: list[Any], names: list[Any], template: RowTemplate | None, index: Any) -> BatchPrompts:
+    if template is not None:
+        template.check(names)
+        _check_names_a_field(template)
+        return _row_prompts([dict.fromkeys(names, value) for value in values], template, index)
+    for i, value in enumerate(values):
+        if not (isinstance(value, str) or _is_missing(value)):
+            raise ValueError(
+                f"run_batch item {i} is {type(value).__name__}, expected str "
+                f"(or pass prompt='... {{{VALUE_FIELD}}} ...' to put other values in a prompt)"
+            )
+    missing = {i: f"missing value: {names[-1]}" for i, value in enumerate(values) if _is_missing(value)}
+    return BatchPrompts(["" if i in missing else value for i, value in enumerate(values)], missing, index)
+
+
+def _row_prompts(rows: list[dict[Any, Any]], template: RowTemplate, index: Any) -> BatchPrompts:
+    missing = {}
+    for i, row in enumerate(rows):
+        empty = [name for name in template.fields if _is_missing(row[name])]
+        if empty:
+            missing[i] = f"missing value: {', '.join(empty)}"
+    return BatchPrompts([template.fill(row) for row in rows], missing, index)
+
+
+def _check_names_a_field(template: RowTemplate) -> None:
+    if not template.fields:
+        raise ValueError(
+            f"The prompt template {template.template!r} names no column, so every row would get the same "
+            f"prompt: name the columns to fill in, e.g. {{review}} (or {{{VALUE_FIELD}}} for a list or Series)."
+        )

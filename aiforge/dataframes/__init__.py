@@ -1,8 +1,5 @@
-"""pandas integration: typed columns from structured outputs.
+"""pandas integration: the ``df.aiforge`` / ``s.aiforge`` accessor (``accessor.py``) over ``run_batch``.
 
-pandas is imported on first use, never when this package is imported.
+Nothing is imported here, so ``import aiforge`` can load ``hook.py`` (which registers the accessor once
+pandas is imported) without importing pandas or pydantic.
 """
-
-from aiforge.dataframes.columns import OUTPUT_COLUMN, output_columns
-
-__all__ = ["OUTPUT_COLUMN", "output_columns"]

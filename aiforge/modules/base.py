@@ -1,7 +1,9 @@
 """``BaseModule``: settings, provider and costs for every aiforge module; the run/batch contract.
 
 ``run_batch`` returns a ``BatchResult``; its DataFrame rows come from the results themselves
-(``BatchItem``), so this module knows no module's result type.
+(``BatchItem``), so this module knows no module's result type. Items may be a list, a pandas Series or
+DataFrame, with a row template (``core.templates.batch_prompts``); a row with a missing value fails
+without a call.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiforge.core.aio import iterate_sync, run_sync
 from aiforge.core.costs import CostTracker
+from aiforge.core.output import OutputSpec
 from aiforge.core.settings import AIForgeSettings, load_settings
+from aiforge.core.templates import RowTemplate, batch_prompts
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,6 +35,8 @@ class BatchItem(Protocol):
     cost: float
     input_tokens: int
     output_tokens: int
+    output: Any
+    """The validated structured output; read only for batches run with ``output=``."""
 
     def to_row(self) -> dict[str, Any]:
         """This result's row of ``BatchResult.to_dataframe``: every column but ``input``."""
@@ -44,7 +50,10 @@ class BatchItem(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class BatchFailure:
-    """An item of a batch that failed: its position, its input and the error."""
+    """An item of a batch that failed: its position, its input and the error.
+
+    A row with a missing value fails with a ``MissingValueError`` and was never sent.
+    """
 
     index: int
     input: str
@@ -55,9 +64,16 @@ class BatchFailure:
         return f"BatchFailure(index={self.index}, input={self.input[:40]!r}, error={error})"
 
 
+class MissingValueError(ValueError):
+    """A batch row whose item or template field is None, NaN or ``pd.NA``: it fails without a call."""
+
+
 @dataclass(slots=True)
 class BatchResult:
-    """Results of ``run_batch``: successes in input order, failures with their index."""
+    """Results of ``run_batch``: successes in input order, failures with their position.
+
+    ``to_dataframe()`` is on the input's index; with ``output=`` it has one typed column per output field.
+    """
 
     item_type: type[BatchItem]
     """The type of ``results``, which lays out the DataFrame rows."""
@@ -67,6 +83,10 @@ class BatchResult:
     indices: list[int] = field(default_factory=list)
     """Input position of each entry of ``results``."""
     wall_time_s: float = 0.0
+    index: Any = None
+    """The pandas index of a Series or DataFrame input (``None``: a list, rows by position)."""
+    output: OutputSpec | None = None
+    """The ``output=`` type of the batch, whose fields become columns."""
 
     @property
     def total_cost(self) -> float:
@@ -80,16 +100,36 @@ class BatchResult:
         return len(self.inputs)
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per input, in input order; failed items carry their error."""
+        """One row per input on the input's index; failed items carry their error.
+
+        With ``output=``, the output's fields follow ``input`` as typed columns (null for a failed row,
+        see ``core.columns``); a batch column whose name a field takes is renamed ``batch_<name>``.
+        """
         import pandas as pd
 
+        from aiforge.core.columns import output_columns
+
         rows: list[dict[str, Any] | None] = [None] * len(self.inputs)
+        values: list[Any] = [None] * len(self.inputs)
         for index, result in zip(self.indices, self.results, strict=True):
             rows[index] = {"input": self.inputs[index], **result.to_row()}
+            values[index] = result.output if self.output is not None else None
         for failure in self.failed:
             error = f"{type(failure.error).__name__}: {failure.error}"
             rows[failure.index] = {"input": failure.input, **self.item_type.failed_row(error)}
-        return pd.DataFrame(rows, columns=["input", *self.item_type.failed_row("")])
+        frame = pd.DataFrame(rows, columns=["input", *self.item_type.failed_row("")], index=self.index)
+        if self.output is None:
+            return frame
+        typed = output_columns(values, self.output, frame.index)
+        frame = frame.rename(columns={name: f"batch_{name}" for name in frame.columns if name in typed.columns})
+        for position, name in enumerate(typed.columns, start=1):
+            frame.insert(position, name, typed[name].array)  # by position: an index may repeat labels
+        return frame
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> BatchResult:
+        # A finished batch is a record, shared rather than copied: pandas deep-copies ``attrs`` (where the
+        # accessor keeps it) on every operation on the frame.
+        return self
 
     def __repr__(self) -> str:
         return (
@@ -183,9 +223,9 @@ class BaseModule(ABC):
             )
         return result
 
-    async def _arun_batch_item(self, text: str) -> Any:
+    async def _arun_batch_item(self, text: str, *, output: Any = None) -> Any:
         """Process one batch item; modules with state override this to isolate items."""
-        return await self.arun(text)
+        return await (self.arun(text) if output is None else self.arun(text, output=output))
 
     def run(self, text: str, **kwargs: Any) -> Any:
         return run_sync(self.arun(text, **kwargs))
@@ -195,19 +235,43 @@ class BaseModule(ABC):
 
     # -- batch -------------------------------------------------------------------------
 
-    def run_batch(self, items: Sequence[str] | Any, concurrency: int = 10, max_batch: int = 100) -> BatchResult:
+    def run_batch(
+        self,
+        items: Sequence[str] | Any,
+        concurrency: int = 10,
+        max_batch: int = 100,
+        *,
+        output: Any = None,
+        prompt: str | RowTemplate | None = None,
+    ) -> BatchResult:
         """Process ``items`` with at most ``concurrency`` in flight; see ``arun_batch``."""
-        return run_sync(self.arun_batch(items, concurrency=concurrency, max_batch=max_batch))
+        return run_sync(
+            self.arun_batch(items, concurrency=concurrency, max_batch=max_batch, output=output, prompt=prompt)
+        )
 
-    async def arun_batch(self, items: Sequence[str] | Any, concurrency: int = 10, max_batch: int = 100) -> BatchResult:
-        """Process a list (or pandas Series) of inputs concurrently.
+    async def arun_batch(
+        self,
+        items: Sequence[str] | Any,
+        concurrency: int = 10,
+        max_batch: int = 100,
+        *,
+        output: Any = None,
+        prompt: str | RowTemplate | None = None,
+    ) -> BatchResult:
+        """Process a list of strings, a pandas Series or a DataFrame concurrently.
 
-        Results come back in input order; a failed item is recorded in ``failed`` and never
-        stops the others. More than ``max_batch`` items is a ``ValueError`` rather than a
-        silent truncation.
+        ``prompt`` is a template filled from each row: ``"Classify: {review}"`` names DataFrame columns;
+        a list's or Series' values are ``{value}`` (a named Series' also its name). A DataFrame of one
+        column needs no prompt; of several, it must have one. With ``output=`` (a type), each reply is
+        validated into ``response.output``. Results come back in input order; a failed item is recorded
+        in ``failed`` and never stops the others; a row with a missing value (None, NaN, ``pd.NA``) fails
+        with "missing value: <column>" and makes no call. A template naming an unknown column, or more
+        than ``max_batch`` items, is a ``ValueError`` before any call rather than a silent truncation.
         """
         item_type = self.result_type()
-        inputs = _batch_inputs(items)
+        spec = None if output is None else OutputSpec.of(output)
+        prompts = batch_prompts(items, prompt)
+        inputs = prompts.texts
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
@@ -218,31 +282,32 @@ class BaseModule(ABC):
                 f"pass max_batch={len(inputs)} to process them all, or split the list"
             )
         outcomes: list[Any] = [None] * len(inputs)
-        errors: dict[int, BaseException] = {}
+        errors: dict[int, BaseException] = {i: MissingValueError(why) for i, why in prompts.missing.items()}
+        pending = iter([i for i in range(len(inputs)) if i not in errors])
         progress = _progress_bar(len(inputs)) if _progress_enabled(self.settings) and inputs else None
-        next_index = 0
+        if progress is not None and errors:
+            progress.update(len(errors))
         started = time.perf_counter()
 
         async def worker() -> None:
             # A fixed pool of workers pulling the next index bounds concurrency exactly and
             # keeps 1 000 items from becoming 1 000 waiting tasks.
-            nonlocal next_index
-            while next_index < len(inputs):
-                index = next_index
-                next_index += 1
+            for index in pending:
                 try:
-                    outcomes[index] = await self._arun_batch_item(inputs[index])
+                    outcomes[index] = await self._arun_batch_item(inputs[index], output=output)
                 except Exception as exc:  # noqa: BLE001 - one item's failure must not lose the others
                     errors[index] = exc
                 if progress is not None:
                     progress.update(1)
 
         try:
-            await asyncio.gather(*(worker() for _ in range(min(concurrency, len(inputs)))))
+            await asyncio.gather(*(worker() for _ in range(min(concurrency, len(inputs) - len(errors)))))
         finally:
             if progress is not None:
                 progress.close()
-        result = BatchResult(item_type, inputs=inputs, wall_time_s=time.perf_counter() - started)
+        result = BatchResult(
+            item_type, inputs=inputs, wall_time_s=time.perf_counter() - started, index=prompts.index, output=spec
+        )
         for index in range(len(inputs)):
             if index in errors:
                 result.failed.append(BatchFailure(index, inputs[index], errors[index]))
@@ -250,19 +315,6 @@ class BaseModule(ABC):
                 result.results.append(outcomes[index])
                 result.indices.append(index)
         return result
-
-
-def _batch_inputs(items: Any) -> list[str]:
-    if isinstance(items, str):
-        raise ValueError("run_batch takes a list of strings (or a pandas Series), not a single string")
-    try:
-        values = list(items.tolist() if hasattr(items, "tolist") else items)
-    except TypeError:
-        raise ValueError(f"run_batch takes a list of strings, got {type(items).__name__}") from None
-    for i, value in enumerate(values):
-        if not isinstance(value, str):
-            raise ValueError(f"run_batch item {i} is {type(value).__name__}, expected str")
-    return values
 
 
 def _progress_bar(total: int) -> Any:

@@ -13,8 +13,8 @@ import pytest
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
+from aiforge.core.columns import OUTPUT_COLUMN, output_columns
 from aiforge.core.output import OutputSpec
-from aiforge.dataframes import OUTPUT_COLUMN, output_columns
 
 
 class Color(enum.Enum):
@@ -153,7 +153,7 @@ def test_values_and_index_of_different_lengths_are_refused() -> None:
         output_columns([True, False], OutputSpec.of(bool), pd.RangeIndex(3))
 
 
-def test_importing_the_package_does_not_import_pandas() -> None:
-    probe = "import sys, aiforge.dataframes; print('pandas' in sys.modules)"
+def test_importing_the_module_does_not_import_pandas() -> None:
+    probe = "import sys, aiforge.core.columns; print('pandas' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout == "False\n"

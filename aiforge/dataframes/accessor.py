@@ -1,0 +1,187 @@
+"""``df.aiforge`` and ``s.aiforge``: map, classify, filter and extract over rows with one batch each.
+
+Every operation is one ``run_batch`` (same progress bar, concurrency, failures kept per row), and
+returns pandas data aligned on the input's index, so ``df.join(df.aiforge.map(...))`` lines up, also
+on a filtered frame. The ``BatchResult`` (costs, tokens, ``failed``) is in the result's
+``.attrs["aiforge"]``; a failed row is null in the new columns (its error is in that batch).
+
+Prompts are row templates (``core.templates``): ``"Classify: {review}"`` names a DataFrame's columns;
+on a Series, ``{value}`` (or the Series' name) is the value. ``agent=None`` builds a
+``ChatAgent(memory="none", **settings)``; the model is asked about each row independently either way.
+
+Importing this module registers the accessors (``aiforge`` imports it when pandas is imported).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import pandas as pd
+
+from aiforge.core.columns import OUTPUT_COLUMN, output_columns
+from aiforge.core.output import OutputSpec
+from aiforge.core.templates import VALUE_FIELD
+from aiforge.modules.base import BatchResult
+
+if TYPE_CHECKING:
+    from aiforge.modules.chat.module import ChatAgent
+
+ATTRS_KEY = "aiforge"
+"""Where each result keeps its ``BatchResult``: ``result.attrs["aiforge"]``."""
+RESPONSE_COLUMN = "response"
+"""The column of ``map``'s text replies when there is no ``output=``."""
+LABEL_COLUMN = "label"
+"""The name of ``classify``'s Series."""
+
+
+class _Operations:
+    """What ``df.aiforge`` and ``s.aiforge`` share; ``_items`` is what each row's prompt is built from."""
+
+    def __init__(self, data: pd.DataFrame | pd.Series) -> None:
+        self._data = data
+
+    def map(
+        self,
+        prompt: str,
+        output: Any = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.DataFrame:
+        """A DataFrame on the input's index: one text column ``response``, or the fields of ``output``."""
+        batch = self._run(prompt, output, agent, concurrency, settings)
+        return _attach(_columns(batch), batch)
+
+    def classify(
+        self,
+        prompt: str,
+        labels: Sequence[str],
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.Series:
+        """A categorical Series ``label`` of ``labels``: the answer is constrained to them."""
+        labels = _checked_labels(labels)
+        batch = self._run(prompt, Literal[labels], agent, concurrency, settings)  # type: ignore[valid-type]
+        return _attach(_columns(batch)[OUTPUT_COLUMN].rename(LABEL_COLUMN), batch)
+
+    def filter(
+        self,
+        prompt: str,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.DataFrame | pd.Series:
+        """The rows for which the model answers true (a boolean output); failed rows are left out."""
+        batch = self._run(prompt, bool, agent, concurrency, settings)
+        keep = _columns(batch)[OUTPUT_COLUMN].fillna(False).to_numpy(dtype=bool)
+        return _attach(self._data[keep], batch)
+
+    def _extract(
+        self,
+        items: pd.Series,
+        output: Any,
+        agent: ChatAgent | None,
+        concurrency: int,
+        settings: dict[str, Any],
+    ) -> pd.DataFrame:
+        batch = _batch(items, extraction_prompt(output), output, agent, concurrency, settings)
+        return _attach(_columns(batch), batch)
+
+    def _run(
+        self, prompt: str, output: Any, agent: ChatAgent | None, concurrency: int, settings: dict[str, Any]
+    ) -> BatchResult:
+        return _batch(self._data, prompt, output, agent, concurrency, settings)
+
+
+@pd.api.extensions.register_dataframe_accessor(ATTRS_KEY)
+class DataFrameOperations(_Operations):
+    """``df.aiforge.map / classify / filter / extract``; prompts name the frame's columns."""
+
+    def extract(
+        self,
+        column: str,
+        output: Any,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.DataFrame:
+        """The fields of ``output`` (a type) extracted from the text column ``column``, on the frame's index."""
+        if column not in self._data.columns:
+            raise ValueError(
+                f"extract: no column {column!r}; the columns are: {', '.join(map(repr, self._data.columns))}."
+            )
+        return self._extract(self._data[column], output, agent, concurrency, settings)
+
+
+@pd.api.extensions.register_series_accessor(ATTRS_KEY)
+class SeriesOperations(_Operations):
+    """``s.aiforge.map / classify / filter / extract`` over the values; prompts say ``{value}``."""
+
+    def extract(
+        self,
+        output: Any,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.DataFrame:
+        """The fields of ``output`` (a type) extracted from each text value, on the Series' index."""
+        return self._extract(self._data, output, agent, concurrency, settings)
+
+
+def extraction_prompt(output: Any) -> str:
+    """The row template ``extract`` asks with: what to extract, then the text as ``{value}``."""
+    spec = OutputSpec.of(output)
+    if spec.is_object:
+        fields = list(spec.schema["properties"])
+        wanted = fields[0] if len(fields) == 1 else f"{', '.join(fields[:-1])} and {fields[-1]}"
+        what = f"Extract the {wanted} from the text below. Use null for a field the text does not give."
+    else:
+        what = f"Extract the {spec.name} from the text below."
+    return f"{what}\n\nText:\n{{{VALUE_FIELD}}}"
+
+
+def _batch(
+    items: Any,
+    prompt: str,
+    output: Any,
+    agent: ChatAgent | None,
+    concurrency: int,
+    settings: dict[str, Any],
+) -> BatchResult:
+    if agent is None:
+        from aiforge.modules.chat.module import ChatAgent
+
+        agent = ChatAgent(memory="none", **settings)
+    elif settings:
+        raise ValueError(
+            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
+            "set them on the agent you pass instead."
+        )
+    # A DataFrame operation covers the whole frame: run_batch's max_batch guards lists built by hand.
+    return agent.run_batch(items, concurrency, max(len(items), 1), output=output, prompt=prompt)
+
+
+def _columns(batch: BatchResult) -> pd.DataFrame:
+    """The new columns of ``batch`` on the input's index: the output's fields, or the text replies."""
+    values: list[Any] = [None] * len(batch)
+    for position, result in zip(batch.indices, batch.results, strict=True):
+        values[position] = result.output if batch.output is not None else result.message
+    if batch.output is not None:
+        return output_columns(values, batch.output, batch.index)
+    return pd.DataFrame({RESPONSE_COLUMN: pd.array(values, dtype="string")}, index=batch.index)
+
+
+def _attach(data: Any, batch: BatchResult) -> Any:
+    data.attrs[ATTRS_KEY] = batch
+    return data
+
+
+def _checked_labels(labels: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(labels, str) or not all(isinstance(label, str) for label in labels):
+        raise ValueError(f"classify: labels must be a list of strings, got {labels!r}")
+    unique = tuple(dict.fromkeys(labels))
+    if len(unique) < 2:
+        raise ValueError(f"classify: give at least two distinct labels, got {list(labels)!r}")
+    return unique
