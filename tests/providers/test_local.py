@@ -7,18 +7,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
+from pydantic import BaseModel, Field
+
+from aiforge.core.output import OutputSpec
 from aiforge.core.types import Message, ToolSpec
 from aiforge.providers.local.engine import available_cores, default_threads, model_name_for, shared_engine
 from aiforge.providers.local.protocol import (
     ANSWER_SCHEMA,
     AnswerStream,
+    JsonAnswerStream,
     chat_messages,
     parse_reply,
     repeats_a_call,
     reply_schema,
     tool_instructions,
 )
+from aiforge.providers.local.structured import GRAMMAR_MAX_CHARS, GRAMMAR_MAX_ITEMS
 
 CALCULATOR: ToolSpec = {
     "name": "calculator",
@@ -268,3 +274,88 @@ def test_engines_are_shared_per_model_file_threads_and_context_without_loading(t
     assert shared_engine(weights, 1, 1024) is not engine
     assert engine.model_name == "model"
     assert not engine.loaded
+
+
+# --- structured answers (params.output) ----------------------------------------------------------------------------
+
+
+class Item(BaseModel):
+    label: Literal["a", "b"] = Field(description="The class of the item")
+    count: int = Field(ge=1, le=5)
+    tags: list[str]
+    parent: Item | None = None
+
+
+def json_streamed(*pieces: str) -> tuple[JsonAnswerStream, list[str]]:
+    reply = JsonAnswerStream()
+    return reply, [reply.feed(piece) for piece in pieces]
+
+
+def test_a_structured_answer_streams_its_own_json_and_is_the_completion_text() -> None:
+    reply, chunks = json_streamed('{"ans', 'wer": {"label": "a}"', ', "tags": ["{x"]', "} ", "}")
+
+    assert "".join(chunks) == '{"label": "a}", "tags": ["{x"]}'
+    assert parse_reply(reply) == ('{"label": "a}", "tags": ["{x"]}', [])
+
+
+def test_a_structured_reply_that_calls_a_tool_streams_nothing() -> None:
+    reply, chunks = json_streamed('{"tool": "calculator", "arguments": {"expression": "1"}}')
+
+    assert chunks == [""]
+    assert parse_reply(reply)[1][0]["name"] == "calculator"
+
+
+def test_the_grammar_schema_keeps_defs_at_the_root_and_caps_what_a_small_model_repeats() -> None:
+    schema = reply_schema([], OutputSpec.of(Item))
+    answer = schema["properties"]["answer"]
+
+    assert set(schema) >= {"$defs", "properties"} and "$defs" not in answer
+    assert answer["additionalProperties"] is False
+    assert schema["$defs"]["Item"]["additionalProperties"] is False
+    assert answer["properties"]["tags"]["maxItems"] == GRAMMAR_MAX_ITEMS
+    assert answer["properties"]["tags"]["items"]["maxLength"] == GRAMMAR_MAX_CHARS
+    assert answer["properties"]["label"]["enum"] == ["a", "b"]
+
+
+def test_with_tools_the_structured_answer_is_one_more_branch() -> None:
+    schema = reply_schema([CALCULATOR], OutputSpec.of(Item))
+
+    assert [branch["required"] for branch in schema["anyOf"]] == [["tool", "arguments"], ["answer"]]
+    assert "$defs" in schema
+
+
+def test_a_wrapped_scalar_answer_is_an_object_with_its_value() -> None:
+    schema = reply_schema([], OutputSpec.of(bool))
+
+    assert schema["properties"]["answer"]["properties"]["value"] == {"type": "boolean"}
+
+
+def test_without_tools_the_structured_answer_is_asked_for_in_the_system_message() -> None:
+    messages: list[Message] = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Label x"}]
+
+    system, user = chat_messages(messages, None, OutputSpec.of(Item))
+
+    assert system["content"].startswith("Be brief.\n\nReply with one JSON object")
+    assert '{"answer": {"label": "a" or "b", "count": <integer 1-5>, "tags": [<text>, ...]' in system["content"]
+    assert "label: The class of the item" in system["content"]
+    assert user == {"role": "user", "content": "Label x"}
+
+
+def test_with_tools_the_instructions_show_the_structured_answer() -> None:
+    messages: list[Message] = [{"role": "user", "content": "Label x"}]
+
+    [user] = chat_messages(messages, [CALCULATOR], OutputSpec.of(bool))
+
+    assert 'To answer the user directly: {"answer": {"value": <true or false>}}' in user["content"]
+
+
+def test_an_earlier_structured_answer_is_shown_as_the_json_the_model_wrote() -> None:
+    messages: list[Message] = [
+        {"role": "user", "content": "Label x"},
+        {"role": "assistant", "content": '{"value": true}'},
+        {"role": "user", "content": "Label y"},
+    ]
+
+    out = chat_messages(messages, None, OutputSpec.of(bool))
+
+    assert out[2] == {"role": "assistant", "content": '{"answer": {"value": true}}'}

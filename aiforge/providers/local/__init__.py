@@ -5,19 +5,21 @@
 - ``engine.py``: the llama.cpp server, loaded once per process on first use, and its worker thread.
 - ``protocol.py``: the constrained-JSON reply protocol that gives a model without tool support
   native tool calls.
+- ``structured.py``: the same protocol carrying an ``output=`` type's object as the answer.
 - ``provider.py``: ``LocalProvider``, which puts the three together.
 
 Nothing here imports ``xllamacpp`` until a model is loaded.
 """
 
 from aiforge.providers.local.engine import SLOTS, LocalEngine, shared_engine
-from aiforge.providers.local.protocol import AnswerStream, parse_reply
+from aiforge.providers.local.protocol import AnswerStream, JsonAnswerStream, parse_reply
 from aiforge.providers.local.provider import DEFAULT_MAX_TOKENS, LocalProvider
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "SLOTS",
     "AnswerStream",
+    "JsonAnswerStream",
     "LocalEngine",
     "LocalProvider",
     "parse_reply",

@@ -3,7 +3,9 @@
 Each request is decoded on the shared engine's worker thread (``engine.py``); its tokens are handed
 to the event loop as they are decoded, and a consumer that stops listening stops the decoding.
 With tools offered, replies follow the JSON protocol of ``protocol.py`` and reach the agent as
-plain text or native ``ToolCall``s, never as JSON.
+plain text or native ``ToolCall``s, never as JSON. With ``params.output`` set the same protocol
+carries the answer as an object of the output schema: the reply always parses, and the answer's
+JSON text is what streams and what ``Completion.text`` holds.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from aiforge.providers.local.engine import default_threads, shared_engine
 from aiforge.providers.local.protocol import (
     ANSWER_SCHEMA,
     AnswerStream,
+    JsonAnswerStream,
     chat_messages,
     parse_reply,
     repeats_a_call,
@@ -94,7 +97,7 @@ class LocalProvider(Provider):
         temperature = params.temperature if params.temperature is not None else self.settings.TEMPERATURE
         max_tokens = params.max_tokens or self.settings.MAX_TOKENS or DEFAULT_MAX_TOKENS
         return {
-            "messages": chat_messages(messages, tools),
+            "messages": chat_messages(messages, tools, params.output),
             "temperature": temperature,
             "max_tokens": max_tokens,
             # Temperature 0 promises the same reply to the same conversation. Reusing the KV cache
@@ -157,7 +160,8 @@ class LocalProvider(Provider):
     ) -> AsyncIterator[StreamEvent]:
         loop = asyncio.get_running_loop()
         request = self._request(messages, tools, params)
-        if not tools:
+        output = params.output
+        if not tools and output is None:
             run, parts = _Run(loop), []
             async with aclosing(self._decode(run, request)) as deltas:
                 async for delta in deltas:
@@ -166,9 +170,10 @@ class LocalProvider(Provider):
             yield self._completion(run, "".join(parts), [], run.usage)
             return
         usage = Usage()
-        for schema in (reply_schema(tools), ANSWER_SCHEMA):
+        answer_only = ANSWER_SCHEMA if output is None else reply_schema([], output)
+        for schema in (reply_schema(tools or [], output), answer_only):
             request["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
-            run, reply = _Run(loop), AnswerStream()
+            run, reply = _Run(loop), AnswerStream() if output is None else JsonAnswerStream()
             async with aclosing(self._decode(run, request)) as deltas:
                 async for delta in deltas:
                     piece = reply.feed(delta)
