@@ -31,6 +31,8 @@ _LAZY: dict[str, str] = {
     "ProviderError": "aiforge.core.types",
     "RateLimitError": "aiforge.core.types",
     "APITimeoutError": "aiforge.core.types",
+    "OutputValidationError": "aiforge.core.output",
+    "OutputRefusedError": "aiforge.core.output",
 }
 
 __all__ = [
@@ -44,6 +46,8 @@ __all__ = [
     "ChatResponse",
     "ConfigError",
     "CostTracker",
+    "OutputRefusedError",
+    "OutputValidationError",
     "Provider",
     "ProviderError",
     "RateLimitError",
@@ -60,6 +64,7 @@ __all__ = [
 if TYPE_CHECKING:
     from aiforge.core.costs import CostTracker
     from aiforge.core.logs import setup_logging
+    from aiforge.core.output import OutputRefusedError, OutputValidationError
     from aiforge.core.settings import AIForgeSettings, load_settings
     from aiforge.core.types import (
         AIForgeError,

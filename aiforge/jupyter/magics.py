@@ -122,6 +122,8 @@ class ChatMagics(Magics):
     @argument("--reset", action="store_true", help="start a new conversation first")
     @argument("-f", "--format", choices=FORMATS, default="markdown", help="how to show the answer (default: markdown)")
     @argument("--no-stream", action="store_true", help="wait for the whole answer instead of streaming it")
+    @argument("-o", "--output", metavar="NAME", help="a type of the notebook (model, dataclass, list[str]...): "
+              "the answer is validated as it, shown as a one-row DataFrame or JSON (--format is ignored)")
     @line_cell_magic
     def chat(self, line: str, cell: str | None = None) -> None:
         """Chat with an LLM: the cell body (``%%chat``) or the rest of the line (``%chat``) is the message.
@@ -129,10 +131,14 @@ class ChatMagics(Magics):
         ``{name}``, ``{obj.attr}``, ``{items[0]}`` and ``{table['key']}`` are replaced by notebook
         variables (nothing is evaluated; ``{{``/``}}`` are literal braces). The answer streams into
         the output and ends as Markdown with a footer (model, tokens, cost, latency, tools); the
-        ``ChatResponse`` is stored as ``_chat``. Examples::
+        ``ChatResponse`` is stored as ``_chat`` (with ``--output``, the validated object is
+        ``_chat.output``). Examples::
 
             %%chat -s "You are terse." --model gpt-4o-mini
             Summarise {report.title} in one line.
+
+            %%chat --output Review
+            Classify this review: {review}
 
             %chat -a support_agent What is our refund policy?
         """
@@ -145,6 +151,7 @@ class ChatMagics(Magics):
         namespace = self.shell.user_ns
         agent = None
         try:
+            output = _output_type(args.output, namespace) if args.output else None
             agent = self._agent(args)
             if args.reset:
                 agent.reset()
@@ -153,9 +160,9 @@ class ChatMagics(Magics):
             if not message.strip():
                 raise UsageError("the message is empty: %%chat takes the cell body, %chat the rest of the line")
             if args.no_stream:
-                response = self._wait(agent, message, system, args.format)
+                response = self._wait(agent, message, system, args.format, output)
             else:
-                response = self._stream(agent, message, system, args.format)
+                response = self._stream(agent, message, system, args.format, output)
         except UsageError:
             raise
         except KeyboardInterrupt as exc:
@@ -172,22 +179,22 @@ class ChatMagics(Magics):
             raise
         namespace["_chat"] = response
 
-    def _wait(self, agent: Any, message: str, system: str | None, fmt: str) -> Any:
+    def _wait(self, agent: Any, message: str, system: str | None, fmt: str, output: Any) -> Any:
         from IPython.display import display
 
         from aiforge.jupyter.display import response_bundle
 
-        response = agent.chat(message, system_prompt=system)
-        display(response_bundle(response, fmt), raw=True)
+        response = agent.chat(message, system_prompt=system, output=output)
+        display(response_bundle(response, fmt) if output is None else _output_bundle(response, output), raw=True)
         return response
 
-    def _stream(self, agent: Any, message: str, system: str | None, fmt: str) -> Any:
+    def _stream(self, agent: Any, message: str, system: str | None, fmt: str, output: Any) -> Any:
         from aiforge.core.aio import iterate_sync, run_sync
         from aiforge.jupyter.display import StreamingDisplay, footer_text, partial_bundle, response_bundle
 
-        view = StreamingDisplay(markdown=fmt == "markdown")
+        view = StreamingDisplay(markdown=fmt == "markdown" and output is None)
         view.open()
-        stream = agent.stream_turn(message, system_prompt=system)
+        stream = agent.stream_turn(message, system_prompt=system, output=output)
         chunks = iterate_sync(stream)
         try:
             for chunk in chunks:
@@ -200,7 +207,11 @@ class ChatMagics(Magics):
             run_sync(stream.cancel())
             chunks.close()
             raise
-        view.close(response_bundle(stream.response, fmt), footer_text(stream.response))
+        if output is None:
+            view.close(response_bundle(stream.response, fmt), footer_text(stream.response))
+        else:
+            bundle = _output_bundle(stream.response, output)
+            view.close(bundle, bundle["text/plain"])
         return stream.response
 
     # -- %chat_reset / %chat_history -----------------------------------------------------
@@ -250,6 +261,39 @@ class ChatMagics(Magics):
             agent = ChatAgent(provider=provider, quality=quality, memory=memory or "buffer", **overrides)
             self.agents[config] = agent
         return agent
+
+
+def _output_type(name: str, namespace: dict[str, Any]) -> Any:
+    """The ``OutputSpec`` of the type ``--output NAME`` names; a one-line UsageError otherwise."""
+    from aiforge.modules.chat.structured import output_spec
+
+    if name.split(".")[0].split("[")[0] not in namespace:
+        raise UsageError(f"--output {name}: no type named {name!r} in the notebook; define it in a cell first")
+    try:
+        return output_spec(resolve_reference(name, namespace))
+    except ValueError as exc:
+        raise UsageError(f"--output {name}: {exc}") from None
+
+
+def _output_bundle(response: Any, spec: Any) -> dict[str, Any]:
+    """A validated answer: a one-row DataFrame for objects (models, dataclasses, TypedDicts), else JSON."""
+    import html
+
+    import pydantic_core
+
+    from aiforge.jupyter.display import footer_text
+
+    footer = footer_text(response)
+    value = pydantic_core.to_jsonable_python(response.output, fallback=repr)
+    if spec.is_object and isinstance(value, dict):
+        import pandas as pd
+
+        frame = pd.DataFrame([value])
+        small = f"<div style='opacity:.6;font-size:85%'>{html.escape(footer)}</div>"
+        plain = f"{frame.to_string(index=False)}\n\n{footer}"
+        return {"text/html": frame.to_html(index=False) + small, "text/plain": plain}
+    pretty = pydantic_core.to_json(value, indent=2).decode()
+    return {"text/markdown": response._repr_markdown_(), "text/plain": f"{pretty}\n\n{footer}"}
 
 
 def _config(args: Any) -> tuple[str | None, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from aiforge.core.aio import run_sync
@@ -23,6 +24,7 @@ from aiforge.modules.chat.memory import (
 from aiforge.modules.chat.prompts import DEFAULT_SYSTEM_PROMPT, SUMMARIZE_MEMORY_PROMPT, SUMMARY_PREFIX
 from aiforge.modules.chat.runtime import AgentRuntime, Turn, TurnStream
 from aiforge.modules.chat.schemas import ChatResponse, ToolCallRecord
+from aiforge.modules.chat.structured import TurnOutcome, output_spec, run_turn
 from aiforge.modules.chat.tool_runner import ToolInterrupted, Toolset
 from aiforge.providers.prompted import PromptedTools, with_tool_instructions
 
@@ -58,7 +60,9 @@ class ChatAgent(BaseModule):
 
     Usage: the README's "Configuration", "Providers" and "Notebooks" sections, and the tutorials
     ``notebooks/01_quickstart`` to ``04_streaming_async``; ``**kwargs`` are ``AIForgeSettings``
-    overrides such as ``MODEL="gpt-4o"`` or ``TEMPERATURE=0.3``.
+    overrides such as ``MODEL="gpt-4o"`` or ``TEMPERATURE=0.3``. ``output=`` on a turn asks for a
+    structured answer, validated into ``ChatResponse.output``; a reply that does not validate is sent
+    back with the errors up to ``output_retries`` times (``OutputValidationError`` after that).
     """
 
     def __init__(
@@ -71,12 +75,16 @@ class ChatAgent(BaseModule):
         native_tools: bool | None = None,
         quality: str | None = None,
         provider: Any = None,
+        output_retries: int = 2,
         **kwargs: Any,
     ) -> None:
         if memory not in MEMORY_MODES:
             raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_MODES))}; got {memory!r}")
         self.memory_k = _check_positive("memory_k", memory_k)
         self.max_tool_iterations = _check_positive("max_tool_iterations", max_tool_iterations)
+        if isinstance(output_retries, bool) or not isinstance(output_retries, int) or output_retries < 0:
+            raise ValueError(f"output_retries must be an integer >= 0, got {output_retries!r}")
+        self.output_retries = output_retries
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ValueError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
         self.memory_mode = memory
@@ -144,18 +152,24 @@ class ChatAgent(BaseModule):
 
     # -- public API --------------------------------------------------------------------
 
-    def chat(self, message: str, *, system_prompt: str | None = None) -> ChatResponse:
-        """Send a message and get the response; history is kept across calls."""
-        return run_sync(self.achat(message, system_prompt=system_prompt))
+    def chat(self, message: str, *, system_prompt: str | None = None, output: Any = None) -> ChatResponse:
+        """Send a message and get the response; history is kept across calls.
 
-    async def achat(self, message: str, *, system_prompt: str | None = None) -> ChatResponse:
+        ``output`` (a pydantic model class or a type pydantic validates) asks for a structured
+        answer: ``response.output`` is the validated value, ``response.message`` the raw JSON text.
+        """
+        return run_sync(self.achat(message, system_prompt=system_prompt, output=output))
+
+    async def achat(self, message: str, *, system_prompt: str | None = None, output: Any = None) -> ChatResponse:
         """Async version of ``chat``."""
         try:
-            return await self._turn(self._conversation, message, system_prompt, emit=None)
+            return await self._turn(self._conversation, message, system_prompt, emit=None, output=output)
         except ToolInterrupted as exc:
             raise exc.original from None
 
-    def chat_stream(self, message: str, *, system_prompt: str | None = None) -> AsyncGenerator[str, None]:
+    def chat_stream(
+        self, message: str, *, system_prompt: str | None = None, output: Any = None
+    ) -> AsyncGenerator[str, None]:
         """Yield the reply's text chunks as the provider sends them.
 
         Text the model writes before calling tools is streamed too, set apart from the next
@@ -163,16 +177,24 @@ class ChatAgent(BaseModule):
         The turn is recorded like ``chat()`` when the stream ends; closing the generator early
         lets the turn finish and records it; cancelling the consuming task cancels the turn
         and leaves the history as it was. ``last_response`` holds the turn's ``ChatResponse``.
+        With ``output=`` the JSON text streams as it arrives; when a reply does not validate,
+        the retry's text follows after a blank line, and only the validated object (and the
+        valid reply) end up on ``last_response``.
         """
-        return aiter(self.stream_turn(message, system_prompt=system_prompt))
+        return aiter(self.stream_turn(message, system_prompt=system_prompt, output=output))
 
-    def stream_turn(self, message: str, *, system_prompt: str | None = None) -> TurnStream:
+    def stream_turn(self, message: str, *, system_prompt: str | None = None, output: Any = None) -> TurnStream:
         """The streamed turn as one object: ``async for delta in s``, then ``s.response``."""
-        return TurnStream(lambda emit: self._turn(self._conversation, message, system_prompt, emit=emit))
+        spec = output_spec(output)
+        return TurnStream(
+            lambda emit: self._turn(self._conversation, message, system_prompt, emit=emit, output=spec)
+        )
 
-    def achat_stream(self, message: str, *, system_prompt: str | None = None) -> AsyncGenerator[str, None]:
+    def achat_stream(
+        self, message: str, *, system_prompt: str | None = None, output: Any = None
+    ) -> AsyncGenerator[str, None]:
         """Alias of ``chat_stream``."""
-        return self.chat_stream(message, system_prompt=system_prompt)
+        return self.chat_stream(message, system_prompt=system_prompt, output=output)
 
     async def arun(self, text: str, **kwargs: Any) -> ChatResponse:
         return await self.achat(text, **kwargs)
@@ -187,9 +209,9 @@ class ChatAgent(BaseModule):
         """Synchronous streaming: iterate the reply's chunks outside async code."""
         return super().run_stream(text, **kwargs)
 
-    async def _arun_batch_item(self, text: str) -> ChatResponse:
+    async def _arun_batch_item(self, text: str, *, output: Any = None) -> ChatResponse:
         # Each batch item is a fresh conversation: no memory shared between items.
-        return await self._turn(Conversation(), text, None, emit=None, remember=False)
+        return await self._turn(Conversation(), text, None, emit=None, output=output, remember=False)
 
     def reset(self) -> None:
         """Clear the conversation (the system prompt stays) and start a new conversation id."""
@@ -228,12 +250,15 @@ class ChatAgent(BaseModule):
         system_prompt: str | None,
         emit: Callable[[str], None] | None,
         *,
+        output: Any = None,
         remember: bool = True,
     ) -> ChatResponse:
         _check_message(message)
+        spec = output_spec(output)
         started = time.perf_counter()
         async with conversation.lock:
-            turn = Turn(self._runtime, conversation.id, emit)
+            params = replace(self._runtime.params, output=spec) if spec is not None else None
+            turn = Turn(self._runtime, conversation.id, emit, params=params)
             context = self._context(conversation, system_prompt)
             user: Message = {"role": "user", "content": message}
             state: ChatAgentState = {
@@ -251,14 +276,12 @@ class ChatAgent(BaseModule):
             # Nothing is stored until the graph has finished: an error or a cancellation
             # leaves the conversation exactly as it was before the turn.
             config = {"configurable": {"turn": turn}, "recursion_limit": self._steps}
-            final = await self._graph.ainvoke(state, config)
-            produced: list[Message] = final["messages"][len(context) + 1 :]
-            trace = list(final["trace"])
+            outcome = await run_turn(self._graph, state, config, spec, self.output_retries)  # type: ignore[arg-type]
             if remember and self.memory_mode != "none":
-                history = [*conversation.history, user, *produced]
-                history = await self._apply_memory(conversation, history, turn, trace)
+                history = [*conversation.history, user, *outcome.produced]
+                history = await self._apply_memory(conversation, history, turn, outcome.trace)
                 conversation.history = history
-            response = self._response(conversation, produced, final, turn, trace, started)
+            response = self._response(conversation, outcome, turn, started)
         self.last_response = response
         return response
 
@@ -296,32 +319,25 @@ class ChatAgent(BaseModule):
         trace.append(turn.account(completion, kind="summary", node="summary", started=started))
         return limit_words(completion.text)
 
-    def _response(
-        self,
-        conversation: Conversation,
-        produced: list[Message],
-        final: dict[str, Any],
-        turn: Turn,
-        trace: list[dict[str, Any]],
-        started: float,
-    ) -> ChatResponse:
-        reply = produced[-1]["content"] if produced else ""
+    def _response(self, conversation: Conversation, outcome: TurnOutcome, turn: Turn, started: float) -> ChatResponse:
+        trace = outcome.trace
         # The graph's state sums its model steps; the memory summary ran after the graph.
-        after_graph = trace[len(final["trace"]) :]
+        summaries = [r for r in trace if r["step"] == "model" and r["node"] == "summary"]
         calls = [
             ToolCallRecord(tool=r["tool"], input=r["input"], output=r["output"], id=r["id"], error=r["error"])
-            for r in final["tool_results"]
+            for r in outcome.tool_results
         ]
         return ChatResponse(
-            message=reply,
+            message=outcome.reply,
+            output=outcome.output,
             conversation_id=conversation.id,
             tool_calls=calls,
-            iterations=final["iteration"],
+            iterations=outcome.iteration,
             memory_mode=self.memory_mode,
             cost=turn.cost,
-            input_tokens=final["total_input_tokens"] + sum(r["input_tokens"] for r in after_graph),
-            output_tokens=final["total_output_tokens"] + sum(r["output_tokens"] for r in after_graph),
-            model=final["model"],
+            input_tokens=outcome.input_tokens + sum(r["input_tokens"] for r in summaries),
+            output_tokens=outcome.output_tokens + sum(r["output_tokens"] for r in summaries),
+            model=outcome.model,
             trace_id=turn.trace_id,
             latency_ms=(time.perf_counter() - started) * 1000.0,
             provider=self.provider_name,

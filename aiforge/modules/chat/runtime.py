@@ -40,6 +40,8 @@ class Turn:
     conversation_id: str
     emit: Callable[[str], None] | None = None
     """Where streamed text goes; None for a turn that is not streamed."""
+    params: CallParams | None = None
+    """This turn's call parameters (e.g. with ``output``); None for the agent's own."""
     trace_id: str = field(default_factory=lambda: secrets.token_hex(8))
     cost: float = 0.0
     priced: bool = True
@@ -53,15 +55,19 @@ class Turn:
         started = time.perf_counter()
         self.step_streamed_text = False
         runtime = self.runtime
+        params = self.params or runtime.params
         if self.emit is None:
-            completion = await runtime.provider.complete(messages, runtime.toolset.specs, runtime.params)
+            completion = await runtime.provider.complete(messages, runtime.toolset.specs, params)
         else:
-            completion = await self._stream(messages)
-        return completion, self.account(completion, kind="chat", node=node, started=started)
+            completion = await self._stream(messages, params)
+        record = self.account(completion, kind="chat", node=node, started=started)
+        if completion.refusal is not None:
+            record["refusal"] = completion.refusal
+        return completion, record
 
-    async def _stream(self, messages: list[Message]) -> Completion:
+    async def _stream(self, messages: list[Message], params: CallParams) -> Completion:
         runtime = self.runtime
-        async for event in runtime.provider.stream(messages, runtime.toolset.specs, runtime.params):
+        async for event in runtime.provider.stream(messages, runtime.toolset.specs, params):
             if isinstance(event, Completion):
                 return event
             self.emit_text(event)

@@ -80,7 +80,9 @@ class ChatResponse(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     message: str
-    """The assistant's text reply."""
+    """The assistant's text reply (with ``output=``, the raw JSON text)."""
+    output: Any = None
+    """The reply validated as the turn's ``output=`` type; None without ``output=``."""
     conversation_id: str
     """Conversation session id (16-char hex)."""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
@@ -154,9 +156,16 @@ class ChatResponse(BaseModel):
             parts.append(f"{len(self.tool_calls)} tool call{'s' if len(self.tool_calls) != 1 else ''}")
         return " · ".join(parts)
 
+    def _output_json(self) -> str:
+        """``output`` as indented JSON (models, dataclasses, dates and enums included)."""
+        import pydantic_core
+
+        return pydantic_core.to_json(self.output, indent=2, fallback=repr).decode()
+
     def __repr__(self) -> str:
+        output = f"output={_short(repr(self.output), 120)}, " if self.output is not None else ""
         return (
-            f"ChatResponse(message={_short(self.message, 80)!r}, model={self.model!r}, "
+            f"ChatResponse(message={_short(self.message, 80)!r}, {output}model={self.model!r}, "
             f"tool_calls={len(self.tool_calls)}, cost={self.cost:.6f}, "
             f"tokens={self.input_tokens}+{self.output_tokens}, conversation_id={self.conversation_id!r})"
         )
@@ -167,14 +176,28 @@ class ChatResponse(BaseModel):
         from aiforge.core.render import safe_markdown
 
         tools = "".join(f"\n- {tc._repr_markdown_()}" for tc in self.tool_calls)
-        return f"{safe_markdown(self.message)}\n{tools}\n\n<sub>{html.escape(self._footer())}</sub>"
+        body = safe_markdown(self.message) if self.output is None else self._output_markdown()
+        return f"{body}\n{tools}\n\n<sub>{html.escape(self._footer())}</sub>"
+
+    def _output_markdown(self) -> str:
+        text = self._output_json()
+        fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+        return f"**{html.escape(type(self.output).__name__)}**\n\n{fence}json\n{text}\n{fence}"
 
     def _repr_html_(self) -> str:
         tools = "".join(
             f"<li>{tc._repr_html_()}</li>" for tc in self.tool_calls
         )
         return (
-            f"<div class='aiforge-response'><div style='white-space:pre-wrap'>{html.escape(self.message)}</div>"
+            f"<div class='aiforge-response'>{self._body_html()}"
             + (f"<ul>{tools}</ul>" if tools else "")
             + f"<div style='opacity:.6;font-size:85%'>{html.escape(self._footer())}</div></div>"
+        )
+
+    def _body_html(self) -> str:
+        if self.output is None:
+            return f"<div style='white-space:pre-wrap'>{html.escape(self.message)}</div>"
+        return (
+            f"<div><b>{html.escape(type(self.output).__name__)}</b></div>"
+            f"<pre>{html.escape(self._output_json())}</pre>"
         )

@@ -1,0 +1,148 @@
+"""One turn through the graph, and for ``output=`` the validation of its answer with retries.
+
+Validation lives here once, above the providers: a provider only makes its final answer the JSON
+text of ``params.output``. A reply that does not validate goes back to the model with
+``OutputSpec.feedback`` and the graph runs again on the extended messages, up to ``retries`` more
+times. Failed replies and feedback never reach the history (``TurnOutcome.produced``); they are in
+the trace, one ``validation`` record per attempt.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
+from aiforge.core.types import Message
+
+VALIDATION_STEP = "validation"
+
+
+def output_spec(output: Any) -> OutputSpec | None:
+    """The ``OutputSpec`` of an ``output=`` argument (None for None); ValueError naming what was given."""
+    if output is None:
+        return None
+    if isinstance(output, OutputSpec):
+        return output
+    if isinstance(output, str):
+        # pydantic would read a string as a forward reference and fail later with a puzzling message
+        raise ValueError(
+            f"output must be a type (a pydantic model class, list[str], Literal[...], a TypedDict, a dataclass...), "
+            f"got the str {output!r}"
+        )
+    try:
+        return OutputSpec.of(output)
+    except Exception as exc:  # noqa: BLE001 - pydantic raises several kinds for a type it cannot handle
+        raise ValueError(
+            f"output must be a type pydantic can validate (a model class, list[str], Literal[...], a TypedDict, "
+            f"a dataclass...), got {_described(output)}: {_first_sentence(str(exc))}"
+        ) from None
+
+
+def _first_sentence(text: str) -> str:
+    # pydantic goes on with advice for its own model_config, which does not apply to output=
+    return re.split(r"(?<=\.)\s", text.strip(), maxsplit=1)[0]
+
+
+def _described(output: Any) -> str:
+    if isinstance(output, type):
+        return f"the class {output.__qualname__}, which pydantic cannot validate"
+    return f"a {type(output).__name__} value ({output!r:.60})"
+
+
+@dataclass(slots=True)
+class TurnOutcome:
+    """What the graph run(s) of one turn produced, summed over the attempts."""
+
+    produced: list[Message] = field(default_factory=list)
+    """What the turn adds to history after the user message: tool units and the final reply."""
+    reply: str = ""
+    output: Any = None
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    iteration: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model: str = ""
+
+    def add_attempt(self, final: dict[str, Any]) -> None:
+        self.tool_results += final["tool_results"]
+        self.trace += final["trace"]
+        self.iteration = final["iteration"]
+        self.input_tokens += final["total_input_tokens"]
+        self.output_tokens += final["total_output_tokens"]
+        self.model = final["model"]
+
+
+async def run_turn(
+    graph: Any, state: dict[str, Any], config: dict[str, Any], spec: OutputSpec | None, retries: int
+) -> TurnOutcome:
+    """Run the graph on ``state``; with ``spec``, validate the answer and retry with feedback.
+
+    Raises ``OutputRefusedError`` when the model refuses (no retry) and ``OutputValidationError``
+    when the last of ``1 + retries`` answers still does not validate.
+    """
+    outcome = TurnOutcome()
+    attempt = 0
+    while True:
+        attempt += 1
+        final = await graph.ainvoke(state, config)
+        produced: list[Message] = final["messages"][len(state["messages"]) :]
+        outcome.add_attempt(final)
+        reply = produced[-1]["content"] if produced else ""
+        if spec is None:
+            outcome.produced, outcome.reply = produced, reply
+            return outcome
+        refusal = _refusal(final["trace"])
+        if refusal is not None:
+            raise OutputRefusedError(refusal)
+        started = time.perf_counter()
+        try:
+            value = spec.validate(reply)
+        except OutputValidationError as error:
+            outcome.trace.append(_validation_record(spec, attempt, reply, error, started))
+            if attempt > retries:
+                raise OutputValidationError(
+                    f"{error} (after {attempt} attempt{'s' if attempt > 1 else ''})",
+                    raw_text=error.raw_text, errors=error.errors,
+                ) from None
+            # The failed reply is dropped from history, the tool units before it are kept.
+            outcome.produced += produced[:-1]
+            state = _retry_state(state, final, spec.feedback(error))
+            continue
+        outcome.trace.append(_validation_record(spec, attempt, reply, None, started))
+        outcome.produced += produced
+        outcome.reply, outcome.output = reply, value
+        return outcome
+
+
+def _refusal(trace: list[dict[str, Any]]) -> str | None:
+    last_model_step = next((r for r in reversed(trace) if r["step"] == "model"), {})
+    return last_model_step.get("refusal")
+
+
+def _retry_state(state: dict[str, Any], final: dict[str, Any], feedback: str) -> dict[str, Any]:
+    # The tool budget is the turn's, not the attempt's: the iteration count carries over.
+    return {
+        **state,
+        "messages": [*final["messages"], {"role": "user", "content": feedback}],
+        "tool_calls": [],
+        "tool_results": [],
+        "iteration": final["iteration"],
+        "trace": [],
+        "total_input_tokens": 0,
+        "total_output_tokens": 0,
+    }
+
+
+def _validation_record(
+    spec: OutputSpec, attempt: int, reply: str, error: OutputValidationError | None, started: float
+) -> dict[str, Any]:
+    return {
+        "step": VALIDATION_STEP, "node": "validate", "name": spec.name, "attempt": attempt,
+        "output": reply, "error": str(error) if error else None,
+        "errors": error.errors if error else [],
+        "latency_ms": (time.perf_counter() - started) * 1000.0,
+    }
