@@ -9,10 +9,12 @@ required. Sampling parameters are not sent: API version 2026-10-21 (the SDK's de
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiforge.core.types import CallParams, Completion, Message, ToolSpec, Usage, new_tool_call
+from aiforge.providers.anthropic_output import add_output_format, output_tool_of, refusal_text
 from aiforge.providers.sdk import Endpoint, SDKProvider
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
 
@@ -105,8 +107,11 @@ def _usage(input_tokens: int, output_tokens: int, cache_read: int, cache_write: 
     )
 
 
-def completion_from_anthropic(message: Any) -> Completion:
-    """A Messages API response as a ``Completion`` (``finish_reason`` is the raw ``stop_reason``)."""
+def completion_from_anthropic(message: Any, output_tool: str | None = None) -> Completion:
+    """A Messages API response as a ``Completion`` (``finish_reason`` is the raw ``stop_reason``).
+
+    A call to ``output_tool`` (see ``anthropic_output``) is the structured answer: its input becomes the text.
+    """
     usage = message.usage
     completion = Completion(
         model=message.model or "",
@@ -122,16 +127,27 @@ def completion_from_anthropic(message: Any) -> Completion:
     for block in message.content:
         if block.type == "text":
             texts.append(block.text)
+        elif block.type == "tool_use" and block.name == output_tool:
+            texts.append(json.dumps(block.input, ensure_ascii=False))
         elif block.type == "tool_use":
             completion.tool_calls.append(new_tool_call(block.name, block.input, block.id))
     completion.text = "".join(texts)
+    if message.stop_reason == "refusal":
+        completion.refusal = refusal_text(message.stop_details, completion.text)
     return completion
 
 
 class AnthropicStreamState:
-    """Accumulates a raw Messages event stream: text deltas, tool input JSON per block index, usage."""
+    """Accumulates a raw Messages event stream: text deltas, tool input JSON per block index, usage.
 
-    def __init__(self) -> None:
+    The input JSON of a call to ``output_tool`` is the structured answer: it streams as text.
+    A refusal is known only at the end (its text has streamed by then).
+    """
+
+    def __init__(self, output_tool: str | None = None) -> None:
+        self.output_tool = output_tool
+        self.output_blocks: set[int] = set()
+        self.stop_details: Any = None
         self.text_parts: list[str] = []
         self.tool_blocks: dict[int, dict[str, Any]] = {}
         self.model = ""
@@ -163,7 +179,9 @@ class AnthropicStreamState:
             self._take_usage(event.message.usage)
         elif kind == "content_block_start":
             block = event.content_block
-            if block.type == "tool_use":
+            if block.type == "tool_use" and block.name == self.output_tool:
+                self.output_blocks.add(event.index)
+            elif block.type == "tool_use":
                 self.tool_blocks[event.index] = {"id": block.id, "name": block.name, "input": block.input, "json": []}
             elif block.type == "text":
                 text = block.text or ""
@@ -171,10 +189,13 @@ class AnthropicStreamState:
             delta = event.delta
             if delta.type == "text_delta":
                 text = delta.text
+            elif delta.type == "input_json_delta" and event.index in self.output_blocks:
+                text = delta.partial_json
             elif delta.type == "input_json_delta" and event.index in self.tool_blocks:
                 self.tool_blocks[event.index]["json"].append(delta.partial_json)
         elif kind == "message_delta":
             self.finish_reason = event.delta.stop_reason or self.finish_reason
+            self.stop_details = getattr(event.delta, "stop_details", None) or self.stop_details
             self._take_usage(event.usage)
         if text:
             self.text_parts.append(text)
@@ -188,6 +209,7 @@ class AnthropicStreamState:
             raw = "".join(block["json"]) if block["json"] else block["input"]
             calls.append(new_tool_call(block["name"], raw, block["id"]))
         c = self.counts
+        refused = self.finish_reason == "refusal"
         return Completion(
             text=self.text,
             tool_calls=calls,
@@ -196,6 +218,7 @@ class AnthropicStreamState:
             ),
             model=self.model,
             finish_reason=self.finish_reason,
+            refusal=refusal_text(self.stop_details, self.text) if refused else None,
         )
 
 
@@ -279,13 +302,16 @@ class AnthropicProvider(SDKProvider["anthropic.AsyncAnthropic"]):
             request["system"] = system
         if tools:
             request["tools"] = to_anthropic_tools(tools)
+        if params.output is not None:
+            add_output_format(request, params.output)
         return request
 
-    async def _call(self, request: dict[str, Any]) -> Completion:
-        return completion_from_anthropic(await self.client().messages.create(**request))
+    async def _call(self, request: dict[str, Any], params: CallParams) -> Completion:
+        response = await self.client().messages.create(**request)
+        return completion_from_anthropic(response, output_tool_of(params.output))
 
     async def _open_stream(self, request: dict[str, Any]) -> Any:
         return await self.client().messages.create(**request)
 
-    def _stream_state(self) -> AnthropicStreamState:
-        return AnthropicStreamState()
+    def _stream_state(self, params: CallParams) -> AnthropicStreamState:
+        return AnthropicStreamState(output_tool_of(params.output))

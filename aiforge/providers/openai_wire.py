@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiforge.core.logs import redact
 from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec, Usage, new_tool_call
+from aiforge.providers.openai_output import add_output_format
 from aiforge.providers.sdk import SDKProvider
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
 
@@ -95,8 +96,8 @@ def completion_from_openai(response: Mapping[str, Any]) -> Completion:
         return completion
     choice = choices[0]
     message = choice.get("message") or {}
-    # A refusal arrives instead of content; dropping it would look like an empty answer.
-    completion.text = message.get("content") or message.get("refusal") or ""
+    completion.text = message.get("content") or ""
+    completion.refusal = message.get("refusal")  # instead of content, to a structured request
     completion.finish_reason = choice.get("finish_reason")
     for call in message.get("tool_calls") or []:
         function = call.get("function")
@@ -125,6 +126,7 @@ class OpenAIStreamState:
     def __init__(self, read: Callable[[Any], Mapping[str, Any]]) -> None:
         self._read = read
         self.text_parts: list[str] = []
+        self.refusal_parts: list[str] | None = None
         self.calls: dict[Any, _PartialCall] = {}
         self.usage: Usage | None = None
         self.model = ""
@@ -143,7 +145,10 @@ class OpenAIStreamState:
         delta_text = ""
         for choice in (chunk.get("choices") or ())[:1]:
             delta = choice.get("delta") or {}
-            delta_text = delta.get("content") or delta.get("refusal") or ""
+            if delta.get("refusal") is not None:  # not answer text: it is kept apart, never streamed
+                self.refusal_parts = self.refusal_parts or []
+                self.refusal_parts.append(delta["refusal"])
+            delta_text = delta.get("content") or ""
             if delta_text:
                 self.text_parts.append(delta_text)
             for fragment in delta.get("tool_calls") or []:
@@ -174,6 +179,7 @@ class OpenAIStreamState:
             usage=self.usage or Usage(),
             model=self.model,
             finish_reason=self.finish_reason,
+            refusal=None if self.refusal_parts is None else "".join(self.refusal_parts),
         )
 
 
@@ -209,6 +215,10 @@ class ChatCompletionsProvider(SDKProvider["openai.AsyncOpenAI"]):
         """True for models that reject any temperature but the default (only OpenAI's reasoning models)."""
         return False
 
+    def json_object_only(self, model: str) -> bool:
+        """True when structured output must go as ``json_object`` to this endpoint (see ``openai_output``)."""
+        return False
+
     def _sdk_errors(self) -> SDKErrors:
         return _openai_errors()
 
@@ -235,6 +245,8 @@ class ChatCompletionsProvider(SDKProvider["openai.AsyncOpenAI"]):
             request["temperature"] = params.temperature
         if params.max_tokens is not None:
             request[self.max_tokens_field] = params.max_tokens
+        if params.output is not None:
+            add_output_format(request, params.output, json_object=self.json_object_only(request["model"]))
         return request
 
     def _stream_request(
@@ -273,11 +285,11 @@ class ChatCompletionsProvider(SDKProvider["openai.AsyncOpenAI"]):
             raise ProviderError(f"the server's answer is not a Chat Completions object: {text!r}", provider=self.name)
         return body
 
-    async def _call(self, request: dict[str, Any]) -> Completion:
+    async def _call(self, request: dict[str, Any], params: CallParams) -> Completion:
         return completion_from_openai(self._json_object(await self._post(request)))
 
     async def _open_stream(self, request: dict[str, Any]) -> Any:
         return await self._post(request)
 
-    def _stream_state(self) -> OpenAIStreamState:
+    def _stream_state(self, params: CallParams) -> OpenAIStreamState:
         return OpenAIStreamState(read=self._json_object)

@@ -205,16 +205,16 @@ class SDKProvider(Provider, Generic[C]):
         return {**self._request(messages, tools, params), "stream": True}
 
     @abstractmethod
-    async def _call(self, request: dict[str, Any]) -> Completion:
-        """One non-streaming attempt."""
+    async def _call(self, request: dict[str, Any], params: CallParams) -> Completion:
+        """One non-streaming attempt (``params``: what ``request`` was built from)."""
 
     @abstractmethod
     async def _open_stream(self, request: dict[str, Any]) -> Any:
         """The SDK's stream for ``request``: async-iterable events and an async ``close()``."""
 
     @abstractmethod
-    def _stream_state(self) -> StreamState:
-        """A fresh accumulator for one stream's events."""
+    def _stream_state(self, params: CallParams) -> StreamState:
+        """A fresh accumulator for the events of one stream of a request built from ``params``."""
 
     # --- the shared skeleton ------------------------------------------------------------------
 
@@ -224,7 +224,7 @@ class SDKProvider(Provider, Generic[C]):
 
         async def attempt() -> Completion:
             try:
-                return await self._call(request)
+                return await self._call(request, params)
             except caught as exc:
                 self._fail(exc)
 
@@ -234,18 +234,18 @@ class SDKProvider(Provider, Generic[C]):
         self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
     ) -> AsyncIterator[StreamEvent]:
         request = self._stream_request(messages, tools, params)
-        events = iterate_with_retries(lambda: self._stream_once(request), policy=self.retry_policy)
+        events = iterate_with_retries(lambda: self._stream_once(request, params), policy=self.retry_policy)
         async with aclosing(events):  # a consumer that stops early must still release the connection
             async for event in events:
                 yield event
 
-    async def _stream_once(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+    async def _stream_once(self, request: dict[str, Any], params: CallParams) -> AsyncIterator[StreamEvent]:
         caught = self._sdk_errors().caught
         try:
             stream = await self._open_stream(request)
         except caught as exc:
             self._fail(exc)
-        state = self._stream_state()
+        state = self._stream_state(params)
         try:
             async for event in stream:
                 delta = state.feed(event)

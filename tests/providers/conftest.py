@@ -49,7 +49,7 @@ class WireProtocol:
         return CallParams(model=self.model)
 
     def base_url(self, server: LLMServer) -> str:
-        return server.openai_base_url if self.name == "openai" else server.anthropic_base_url
+        return server.anthropic_base_url if self.name == "anthropic" else server.openai_base_url
 
     def settings(self, base_url: str, **overrides: Any) -> Any:
         values = {"PROVIDER": self.name, self.key_setting: SECRET, self.url_setting: base_url, **overrides}
@@ -72,6 +72,16 @@ ANTHROPIC = WireProtocol(
     "claude-haiku-4-5",
     "tool_use",
 )
+
+GATEWAY = WireProtocol(
+    "internal_gateway",
+    "aiforge.providers.gateway:GatewayProvider",
+    "GATEWAY_BASE_URL",
+    "GATEWAY_API_KEY",
+    "llama3",
+    "tool_calls",
+)
+"""Chat Completions like ``OPENAI``; only tests of what differs at a gateway ask for it."""
 
 
 @pytest.fixture(params=[OPENAI, ANTHROPIC], ids=lambda p: p.name)
