@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import pytest
+from pydantic import BaseModel
 
 from aiforge.core.types import ProviderError, RateLimitError
-from aiforge.modules.base import BaseModule, BatchResult
+from aiforge.modules.base import BaseModule, BatchResult, MissingValueError
 from aiforge.modules.chat.module import ChatAgent
 from aiforge.modules.chat.schemas import BATCH_COLUMNS
 from aiforge.providers.scripted import ScriptedProvider
@@ -164,7 +167,6 @@ def test_batch_markdown_and_repr_summarise_it(batch: BatchResult) -> None:
     assert repr(batch).startswith("BatchResult(items=3, ok=2, failed=1, total_cost=0.000000")
 
 
-
 def test_batch_has_an_html_repr(batch: BatchResult) -> None:
     assert "2/3" in batch._repr_html_()
 
@@ -240,3 +242,154 @@ def test_a_module_whose_arun_names_no_row_type_cannot_batch() -> None:
 
     with pytest.raises(TypeError, match=r"Untyped.arun must be annotated to return a type with to_row\(\)"):
         Untyped(provider="scripted").run_batch(["a"])
+
+
+# --- batches over DataFrame rows -------------------------------------------------------------------------------------
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str:
+    return next(m["content"] for m in reversed(messages) if m["role"] == "user")
+
+
+class Stars(BaseModel):
+    sentiment: Literal["pos", "neg"]
+    stars: int
+    error: str | None = None
+
+
+REVIEWS = pd.DataFrame(
+    {"review": ["Great kettle", "Broke in a week", "Fine", "Lovely"], "product": ["kettle", "toaster", "mug", "pan"]},
+    index=pd.Index([101, 102, 103, 104], name="id"),
+)
+
+
+def stars_reply(messages: list[dict[str, Any]]) -> str:
+    """A structured answer per row: bad reviews are negative, "Fine" gets JSON of the wrong shape."""
+    text = last_user_text(messages)
+    if "Fine" in text:
+        return '{"sentiment": "meh"}'
+    negative = "Broke" in text
+    return json.dumps({"sentiment": "neg" if negative else "pos", "stars": 1 if negative else 5})
+
+
+def test_a_prompt_template_is_filled_from_each_dataframe_row() -> None:
+    provider = ScriptedProvider(default=lambda m: last_user_text(m).upper())
+    batch = ChatAgent(provider=provider).run_batch(REVIEWS, prompt="Review of the {product}: {review}")
+    assert sorted(call.last_user_message for call in provider.calls) == sorted(
+        f"Review of the {p}: {r}" for r, p in zip(REVIEWS["review"], REVIEWS["product"], strict=True)
+    )
+    assert [r.message for r in batch.results][0] == "REVIEW OF THE KETTLE: GREAT KETTLE"
+
+
+def test_an_unknown_template_column_is_a_value_error_before_any_call() -> None:
+    provider = ScriptedProvider()
+    with pytest.raises(ValueError, match="'stars'") as info:
+        ChatAgent(provider=provider).run_batch(REVIEWS, prompt="{review} ({stars} stars)")
+    assert "the columns are: 'review', 'product'" in str(info.value)
+    assert provider.calls == []
+
+
+def test_a_template_that_names_no_column_is_refused() -> None:
+    with pytest.raises(ValueError, match="names no column"):
+        ChatAgent(provider=ScriptedProvider()).run_batch(REVIEWS, prompt="Classify it")
+
+
+def test_several_columns_without_a_prompt_is_a_value_error_naming_them_and_both_ways() -> None:
+    provider = ScriptedProvider()
+    with pytest.raises(ValueError) as info:
+        ChatAgent(provider=provider).run_batch(REVIEWS)
+    message = str(info.value)
+    assert "'review', 'product'" in message and "prompt='... {column} ...'" in message and "df['review']" in message
+    assert provider.calls == []
+
+
+def test_a_one_column_dataframe_needs_no_prompt() -> None:
+    batch = agent_with().run_batch(REVIEWS[["review"]])
+    assert [r.message for r in batch.results] == [f"You said: {r}" for r in REVIEWS["review"]]
+
+
+def test_series_values_are_value_and_the_series_name() -> None:
+    provider = ScriptedProvider()
+    agent = ChatAgent(provider=provider)
+    agent.run_batch(REVIEWS["review"].head(1), prompt="{value} / {review}")
+    agent.run_batch(["a"], prompt="<{value}>")
+    assert [call.last_user_message for call in provider.calls] == ["Great kettle / Great kettle", "<a>"]
+
+
+def test_values_other_than_strings_need_a_template() -> None:
+    numbers = pd.Series([3, 4])
+    with pytest.raises(ValueError, match=r"item 0 is int.*\{value\}"):
+        agent_with().run_batch(numbers)
+    batch = agent_with().run_batch(numbers, prompt="Square {value}")
+    assert [r.message for r in batch.results] == ["You said: Square 3", "You said: Square 4"]
+
+
+def test_missing_values_fail_their_row_without_a_call_and_the_others_run() -> None:
+    provider = ScriptedProvider()
+    frame = pd.DataFrame(
+        {"review": ["ok", None, math.nan, "good"], "product": ["mug", "pan", "cup", pd.NA]},
+        index=["a", "b", "c", "d"],
+    ).astype({"product": "string"})
+    batch = ChatAgent(provider=provider).run_batch(frame, prompt="{review} {product}")
+    assert [call.last_user_message for call in provider.calls] == ["ok mug"]
+    assert [(f.index, str(f.error)) for f in batch.failed] == [
+        (1, "missing value: review"),
+        (2, "missing value: review"),
+        (3, "missing value: product"),
+    ]
+    assert all(isinstance(f.error, MissingValueError) for f in batch.failed)
+    errors = batch.to_dataframe()["error"]
+    assert errors["b"] == "MissingValueError: missing value: review" and pd.isna(errors["a"])
+
+
+@pytest.mark.parametrize(
+    ("items", "column"),
+    [
+        (["a", None, "c"], "value"),
+        (pd.Series(["a", pd.NA, "c"], name="text"), "text"),
+        ([" a", math.nan, "c"], "value"),
+    ],
+)
+def test_a_missing_item_fails_with_its_column(items: Any, column: str) -> None:
+    provider = ScriptedProvider()
+    batch = ChatAgent(provider=provider).run_batch(items)
+    assert len(provider.calls) == 2
+    assert [(f.index, str(f.error)) for f in batch.failed] == [(1, f"missing value: {column}")]
+
+
+def test_the_dataframe_keeps_the_input_index_also_after_filtering() -> None:
+    subset = REVIEWS[REVIEWS["product"] != "toaster"]
+    frame = agent_with().run_batch(subset, prompt="{review}").to_dataframe()
+    assert list(frame.index) == [101, 103, 104] and frame.index.name == "id"
+    assert list(frame.columns) == BATCH_COLUMNS
+    joined = subset.join(frame[["message"]])
+    assert joined.loc[103, "message"] == "You said: Fine"
+
+
+def test_output_adds_one_typed_column_per_field_and_failed_rows_are_null() -> None:
+    agent = ChatAgent(provider=ScriptedProvider(default=stars_reply), output_retries=0)
+    batch = agent.run_batch(REVIEWS, prompt="{review}", output=Stars)
+    frame = batch.to_dataframe()
+    assert list(frame.columns) == [
+        "input",
+        "sentiment",
+        "stars",
+        "error",
+        *BATCH_COLUMNS[1:9],
+        "batch_error",
+        "trace_id",
+    ]
+    assert frame.dtypes[["sentiment", "stars", "error"]].astype(str).tolist() == ["category", "Int64", "string"]
+    assert frame["sentiment"].cat.categories.tolist() == ["pos", "neg"]
+    assert frame.loc[102, "sentiment"] == "neg" and frame.loc[102, "stars"] == 1
+    assert frame.loc[103, ["sentiment", "stars", "error"]].isna().all()
+    assert frame.loc[103, "batch_error"].startswith("OutputValidationError")
+    assert [f.index for f in batch.failed] == [2]
+
+
+def test_a_scalar_output_is_one_output_column() -> None:
+    agent = ChatAgent(provider=ScriptedProvider(default=lambda m: json.dumps("Broke" not in last_user_text(m))))
+    frame = agent.run_batch(REVIEWS["review"], output=bool).to_dataframe()
+    assert list(frame.columns[:2]) == ["input", "output"] and str(frame["output"].dtype) == "boolean"
+    assert frame["output"].tolist() == [True, False, True, True]
+    assert [r.output for r in agent.run_batch(["Broke"], output=bool).results] == [False]
