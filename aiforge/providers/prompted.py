@@ -3,7 +3,9 @@
 ``PromptedTools(inner)`` is a provider that looks native to its caller: it appends tool-use
 instructions to the system prompt, sends the history in plain role/content form, parses a
 ``{"tool": ..., "input": {...}}`` reply back into tool calls, and keeps that JSON out of the
-stream. Without tools it passes every call straight through.
+stream. With ``params.output`` set (tools or not) it asks for the structured answer the same way,
+with ``OutputSpec.instructions()`` in the system prompt, and strips a ```json fence from the answer.
+Without tools or output it passes every call straight through.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
+from aiforge.core.output import OutputSpec
 from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, new_tool_call
 from aiforge.providers.base import Provider, StreamEvent
 
@@ -26,7 +29,11 @@ To use a tool, reply with ONLY a JSON object and nothing else:
 You will then receive the tool's result and can call another tool or answer.
 When you do not need a tool, answer the user directly in plain text, without JSON."""
 
+_PLAIN_ANSWER = "answer the user directly in plain text, without JSON."
+_STRUCTURED_ANSWER = "give your final answer as the JSON described below."
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+_FENCE_OPENING = re.compile(r"^```(?:json)?\s*", re.IGNORECASE)
+_HELD_TAIL = re.compile(r"[\s`]*$")  # could still be the closing fence
 
 
 def describe_tools(tools: list[ToolSpec]) -> str:
@@ -62,7 +69,20 @@ def parse_prompted_tool_calls(text: str) -> list[ToolCall]:
     return calls
 
 
-def to_prompted_messages(messages: list[Message], tools: list[ToolSpec]) -> list[Message]:
+def prompt_instructions(tools: list[ToolSpec] | None, output: OutputSpec | None) -> str:
+    """What the system prompt gains: the tool protocol and/or the structured answer's schema."""
+    parts = []
+    if tools:
+        text = TOOL_USE_SYSTEM.format(tool_list=describe_tools(tools))
+        parts.append(text.replace(_PLAIN_ANSWER, _STRUCTURED_ANSWER) if output is not None else text)
+    if output is not None:
+        parts.append(output.instructions())
+    return "\n\n".join(parts)
+
+
+def to_prompted_messages(
+    messages: list[Message], tools: list[ToolSpec] | None, output: OutputSpec | None = None
+) -> list[Message]:
     """History in plain role/content form: instructions in the first system message, tool calls
     as JSON text, results as user messages."""
     out: list[Message] = []
@@ -75,11 +95,54 @@ def to_prompted_messages(messages: list[Message], tools: list[ToolSpec]) -> list
             out.append({"role": "assistant", "content": (m["content"] + "\n" + payload).strip()})
         else:
             out.append({"role": m["role"], "content": m["content"]})
+    instructions = prompt_instructions(tools, output)
     if out and out[0]["role"] == "system":
-        out[0] = {"role": "system", "content": with_tool_instructions(out[0]["content"], tools)}
+        out[0] = {"role": "system", "content": f"{out[0]['content']}\n\n{instructions}"}
     else:
-        out.insert(0, {"role": "system", "content": TOOL_USE_SYSTEM.format(tool_list=describe_tools(tools))})
+        out.insert(0, {"role": "system", "content": instructions})
     return out
+
+
+def unfenced(text: str) -> str:
+    """``text`` without surrounding whitespace and the ```json fence a model puts around JSON."""
+    return _FENCE.sub("", text.strip())
+
+
+class _FenceStripper:
+    """Streams a structured answer as it arrives, without the ```json fence around it.
+
+    What streams is always a prefix of ``unfenced(full text)``: the opening fence is held until
+    its line ends, and trailing backticks and whitespace until more text follows them.
+    """
+
+    def __init__(self) -> None:
+        self.raw = ""
+        self.sent = ""
+
+    def feed(self, delta: str) -> str:
+        self.raw += delta
+        head = self.raw.lstrip()
+        if head.startswith("`") and "\n" not in head:
+            return ""
+        body = _FENCE_OPENING.sub("", head)
+        body = _HELD_TAIL.sub("", body, count=1)
+        return self._send(body)
+
+    def finish(self, text: str) -> str:
+        return self._send(text)
+
+    def _send(self, text: str) -> str:
+        new = text[len(self.sent) :] if text.startswith(self.sent) else ""
+        self.sent += new
+        return new
+
+
+def _final(completion: Completion, tools: list[ToolSpec] | None, output: OutputSpec | None) -> Completion:
+    if tools:
+        completion = _as_tool_calls(completion)
+    if output is not None and not completion.tool_calls:
+        completion = dataclasses.replace(completion, text=unfenced(completion.text))
+    return completion
 
 
 def _as_tool_calls(completion: Completion) -> Completion:
@@ -97,26 +160,43 @@ class PromptedTools(Provider):
         self.default_model = inner.default_model
 
     async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
-        if not tools:
+        if not tools and params.output is None:
             return await self.inner.complete(messages, None, params)
-        return _as_tool_calls(await self.inner.complete(to_prompted_messages(messages, tools), None, params))
+        prompted = to_prompted_messages(messages, tools, params.output)
+        return _final(await self.inner.complete(prompted, None, params), tools, params.output)
 
     async def stream(
         self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
     ) -> AsyncIterator[StreamEvent]:
-        if not tools:
+        output = params.output
+        if not tools and output is None:
             async for event in self.inner.stream(messages, None, params):
                 yield event
             return
+        events = self.inner.stream(to_prompted_messages(messages, tools, output), None, params)
+        if not tools:
+            stripper = _FenceStripper()
+            async for event in events:
+                if isinstance(event, Completion):
+                    completion = _final(event, None, output)
+                    if rest := stripper.finish(completion.text):
+                        yield rest
+                    yield completion
+                    return
+                if piece := stripper.feed(event):
+                    yield piece
+            return
         # A tool call arrives as JSON text: hold back an answer that starts like JSON until it
-        # is complete, so no protocol text reaches the user.
+        # is complete, so no protocol text reaches the user. A structured answer is held whole:
+        # until it ends, it cannot be told from a tool call.
         hold = True
         held: list[str] = []
-        async for event in self.inner.stream(to_prompted_messages(messages, tools), None, params):
+        async for event in events:
             if isinstance(event, Completion):
-                completion = _as_tool_calls(event)
-                if held and not completion.tool_calls:
-                    yield "".join(held)
+                completion = _final(event, tools, output)
+                shown = "".join(held) if output is None else completion.text
+                if held and shown and not completion.tool_calls:
+                    yield shown
                 yield completion
                 return
             if not hold:
@@ -124,7 +204,7 @@ class PromptedTools(Provider):
                 continue
             held.append(event)
             head = "".join(held).lstrip()
-            if head and not head.startswith(("{", "[", "`")):
+            if output is None and head and not head.startswith(("{", "[", "`")):
                 hold = False
                 yield "".join(held)
                 held.clear()
