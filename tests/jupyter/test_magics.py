@@ -100,6 +100,7 @@ def test_chat_help_lists_the_options(shell: InteractiveShell) -> None:
         "--reset",
         "--format",
         "--no-stream",
+        "--output",
     ):
         assert option in doc
 
@@ -505,3 +506,74 @@ def test_stop_button_in_a_kernel_cancels_the_turn(shell: InteractiveShell) -> No
     finally:
         loop.close()
         signal.signal(signal.SIGINT, previous)
+
+
+# --- --output: a structured answer ------------------------------------------------------------------------------------
+
+REVIEW_JSON = '{"sentiment": "positive", "rating": 5}'
+
+
+def _review_type() -> type:
+    from typing import Literal
+
+    from pydantic import BaseModel
+
+    class Review(BaseModel):
+        sentiment: Literal["positive", "negative"]
+        rating: int
+
+    return Review
+
+
+def test_output_option_shows_a_model_as_a_one_row_dataframe_and_stores_it(shell: InteractiveShell) -> None:
+    review = _review_type()
+    shell.user_ns.update(Review=review, agent=scripted_agent(REVIEW_JSON)[0])
+    result, captured = run(shell, "%%chat -a agent --output Review\nLoved it!")
+    assert result.success
+    final = published(captured)[-1].data
+    assert "<table" in final["text/html"] and "<th>sentiment</th>" in final["text/html"]
+    assert "positive" in final["text/plain"] and "scripted-model" in final["text/plain"]
+    assert shell.user_ns["_chat"].output == review(sentiment="positive", rating=5)
+
+
+def test_output_option_shows_a_plain_value_as_pretty_json(shell: InteractiveShell) -> None:
+    shell.user_ns.update(Tags=list[str], agent=scripted_agent('{"value": ["fast", "cheap"]}')[0])
+    _, captured = run(shell, "%%chat -a agent --output Tags --no-stream\nTags?")
+    final = published(captured)[-1].data
+    assert '[\n  "fast",\n  "cheap"\n]' in final["text/plain"]
+    assert "```json" in final["text/markdown"]
+    assert shell.user_ns["_chat"].output == ["fast", "cheap"]
+
+
+def test_output_option_works_on_the_line_magic(shell: InteractiveShell) -> None:
+    shell.user_ns.update(Flag=bool, agent=scripted_agent("true")[0])
+    run(shell, "%chat -a agent --output Flag Is water wet?")
+    assert shell.user_ns["_chat"].output is True
+    assert shell.user_ns["_chat"].message == "true"
+
+
+def test_output_option_with_an_unknown_name_is_one_clear_line_and_sends_nothing(shell: InteractiveShell) -> None:
+    shell.user_ns["agent"], provider = scripted_agent(REVIEW_JSON)
+    result, captured = run(shell, "%%chat -a agent --output Reveiw\nLoved it!")
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "--output Reveiw: no type named 'Reveiw'" in captured.stderr
+    assert "Traceback" not in captured.stdout + captured.stderr
+    assert provider.calls == []
+
+
+def test_output_option_naming_something_that_is_not_a_type_is_a_usage_error(shell: InteractiveShell) -> None:
+    shell.user_ns.update(number=42, agent=scripted_agent(REVIEW_JSON)[0])
+    with pytest.raises(UsageError, match="--output number: output must be a type.*int value"):
+        shell.run_cell_magic("chat", "-a agent --output number", "hi")
+
+
+def test_output_that_never_validates_is_a_short_error_and_stores_nothing(shell: InteractiveShell) -> None:
+    review = _review_type()
+    agent, _ = scripted_agent("not json", output_retries=0)
+    shell.user_ns.update(Review=review, agent=agent)
+    result, captured = run(shell, "%%chat -a agent --output Review\nLoved it!")
+    shown = captured.stdout + captured.stderr
+    assert type(result.error_in_exec).__name__ == "OutputValidationError"
+    assert "not valid JSON" in shown and "Traceback" not in shown
+    assert "_chat" not in shell.user_ns
+    assert agent.history == []

@@ -14,6 +14,8 @@ from aiforge import ChatAgent, OutputRefusedError, OutputValidationError
 from aiforge.core.output import OutputSpec
 from aiforge.providers.scripted import ScriptedProvider, tool_call
 from tests.modules.chat.checks import assert_valid_history
+from tests.modules.chat.conftest import WireAgent
+from tests.support.llm_server import LLMServer, Reply, ToolCallSpec
 
 
 class Review(BaseModel):
@@ -312,3 +314,69 @@ def test_the_response_shows_the_validated_object() -> None:
 
 def test_refusal_and_validation_errors_are_exported_from_aiforge() -> None:
     assert issubclass(OutputRefusedError, Exception) and issubclass(OutputValidationError, Exception)
+
+
+# -- through the real SDKs, against the fake server ------------------------------------
+
+
+def test_wire_retry_then_success_counts_both_calls(srv: LLMServer, wire_agent: WireAgent) -> None:
+    srv.enqueue(Reply(output={"sentiment": "great", "rating": 5}), Reply(output={"sentiment": "positive", "rating": 5}))
+    agent = wire_agent()
+
+    response = agent.chat("Loved it", output=Review)
+
+    assert response.output == Review(sentiment="positive", rating=5)
+    first, second = srv.requests
+    assert first.output_schema is not None and second.output_schema is not None
+    assert len(agent.cost_tracker.records) == 2
+    assert response.input_tokens == sum(r["input_tokens"] for r in response.trace if r["step"] == "model")
+    assert agent.history == [
+        {"role": "user", "content": "Loved it"},
+        {"role": "assistant", "content": response.message},
+    ]
+
+
+def test_wire_refusal_raises_at_once_and_leaves_history(srv: LLMServer, wire_agent: WireAgent) -> None:
+    srv.enqueue(Reply(refusal="I can't help with that."))
+    agent = wire_agent()
+
+    with pytest.raises(OutputRefusedError, match="can't help") as caught:
+        agent.chat("Rate this", output=Review)
+
+    assert caught.value.refusal == "I can't help with that."
+    assert len(srv.requests) == 1
+    assert agent.history == []
+
+
+async def test_wire_streaming_with_output(srv: LLMServer, wire_agent: WireAgent) -> None:
+    srv.enqueue(Reply(output={"sentiment": "negative", "rating": 1}))
+    agent = wire_agent()
+
+    stream = agent.stream_turn("Hated it", output=Review)
+    text = "".join([chunk async for chunk in stream])
+
+    assert json.loads(text) == {"sentiment": "negative", "rating": 1}
+    assert stream.response is not None and stream.response.output == Review(sentiment="negative", rating=1)
+
+
+async def test_wire_streamed_refusal_raises(srv: LLMServer, wire_agent: WireAgent) -> None:
+    srv.enqueue(Reply(refusal="No."))
+    agent = wire_agent()
+
+    with pytest.raises(OutputRefusedError):
+        [chunk async for chunk in agent.chat_stream("Rate this", output=Review)]
+    assert agent.history == []
+
+
+def test_wire_tools_then_structured_answer(srv: LLMServer, wire_agent: WireAgent, calc_tool: object) -> None:
+    srv.enqueue(
+        Reply(tool_calls=[ToolCallSpec("calculator", {"expression": "2+3"})]),
+        Reply(output={"value": 5}),
+    )
+    agent = wire_agent(tools=[calc_tool])
+
+    response = agent.chat("What is 2+3?", output=int)
+
+    assert response.output == 5
+    assert [tc.output for tc in response.tool_calls] == ["5"]
+    assert all(r.output_schema is not None for r in srv.requests)
