@@ -40,13 +40,14 @@ def test_public_names_resolve_lazily() -> None:
 LAYERS = {
     "core": 0,
     "providers": 1,
-    "modules": 2,
-    "tools": 2,
-    "dataframes": 3,
-    "jupyter": 4,
-    "cli": 4,
-    "__init__": 4,
-    "__main__": 4,
+    "store": 2,
+    "modules": 3,
+    "tools": 3,
+    "dataframes": 4,
+    "jupyter": 5,
+    "cli": 5,
+    "__init__": 5,
+    "__main__": 5,
 }
 """Rank of each part of ``aiforge/``: a module may import only from its own rank or below."""
 
