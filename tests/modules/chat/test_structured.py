@@ -249,6 +249,18 @@ async def test_a_batch_item_with_output_is_a_fresh_structured_turn() -> None:
     assert agent.history == []
 
 
+def test_run_batch_with_output_fails_only_the_item_that_never_validates() -> None:
+    agent, _ = scripted(output_retries=0)
+    agent.provider.default = lambda messages: GOOD if "good" in messages[-1]["content"] else "nope"
+
+    batch = agent.run_batch(["good one", "bad one", "good two"], concurrency=1, output=Review)
+
+    assert [r.output.rating for r in batch.results] == [5, 5]
+    assert [(f.index, type(f.error).__name__) for f in batch.failed] == [(1, "OutputValidationError")]
+    assert batch.failed[0].error.raw_text == "nope"
+    assert agent.history == []
+
+
 # -- streaming -------------------------------------------------------------------------
 
 
