@@ -1,0 +1,123 @@
+"""Fingerprints: stable sha256 hex digests of what determines a reply, an input or a batch.
+
+Every digest hashes ``SCHEME`` first, so changing how fingerprints are built (bump ``SCHEME``) can never
+return a reply cached under the old scheme. The functions take explicit values, never a settings object or
+headers, so an API key has no way in; an endpoint keeps only scheme, host, port and path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+SCHEME = "aiforge-fingerprint/1"
+"""Hashed into every fingerprint; bump it whenever what goes into one, or how, changes."""
+
+_EXACT_INT_FLOAT = 2.0**53
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as canonical JSON: sorted keys, no whitespace, ``1.0`` written as ``1``, non-ASCII kept.
+
+    Only JSON values are accepted (dicts with string keys, lists, tuples, str, int, float, bool, None): any
+    other object raises ``TypeError`` rather than hashing a ``repr`` that may differ between runs or hold a
+    secret. A NaN or infinite number raises ``ValueError``. Lone surrogates are kept as they are.
+    """
+    return json.dumps(_normal(value, "value"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def fingerprint(value: Any) -> str:
+    """The sha256 hex digest of ``value``'s canonical JSON under ``SCHEME`` (e.g. a batch item's input)."""
+    text = f"{SCHEME}\n{canonical_json(value)}"
+    # surrogatepass: two different lone surrogates must give two different digests.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def reply_fingerprint(
+    *,
+    provider: str,
+    endpoint: str | None,
+    model: str,
+    params: Mapping[str, Any],
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] = (),
+    output_schema: Mapping[str, Any] | None = None,
+) -> str:
+    """The key of a reply: provider name, endpoint, model, generation parameters, messages, tools, schema.
+
+    ``params`` holds generation parameters only (temperature, max_tokens, top_p, seed, ...); ``temperature=1``
+    and ``1.0`` give the same key, a missing parameter and ``None`` do not. Tools keep their order, as the
+    provider sees them.
+    """
+    return fingerprint(
+        {
+            "provider": provider,
+            "endpoint": public_endpoint(endpoint),
+            "model": model,
+            "params": dict(params),
+            "messages": list(messages),
+            "tools": list(tools),
+            "output_schema": output_schema,
+        }
+    )
+
+
+def public_endpoint(url: str | None) -> str | None:
+    """``url`` without what may carry a credential (user:password@, query, fragment), lower-cased host."""
+    if not url:
+        return None
+    parts = urlsplit(url.strip())
+    host = (parts.hostname or "").lower()
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class BatchFingerprint:
+    """What identifies a batch for its checkpoint: the ordered item fingerprints and the settings' fingerprint."""
+
+    items: tuple[str, ...]
+    """One fingerprint per item, in input order."""
+    settings: str
+    """The fingerprint of the settings every item shares (provider, endpoint, model, parameters, prompt...)."""
+
+    @property
+    def inputs(self) -> str:
+        """One digest of all item fingerprints, in order."""
+        return fingerprint(list(self.items))
+
+    @property
+    def key(self) -> str:
+        """One digest of the whole batch: items, their order and the settings."""
+        return fingerprint({"items": self.inputs, "settings": self.settings})
+
+
+def batch_fingerprint(item_fingerprints: Sequence[str], settings: Mapping[str, Any]) -> BatchFingerprint:
+    """The ``BatchFingerprint`` of items (each already a fingerprint, in order) run with ``settings``.
+
+    ``settings`` holds explicit values (provider name, endpoint, model, parameters, system prompt, output
+    schema...), never a settings object, so that no key is hashed or stored.
+    """
+    return BatchFingerprint(tuple(item_fingerprints), fingerprint(dict(settings)))
+
+
+def _normal(value: Any, where: str) -> Any:
+    """``value`` with tuples as lists and integral floats as ints; raises for anything that is not JSON."""
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"Cannot fingerprint {where}: {value} is not a finite number.")
+        return int(value) if value.is_integer() and abs(value) < _EXACT_INT_FLOAT else value
+    if isinstance(value, Mapping):
+        if not all(isinstance(key, str) for key in value):
+            raise TypeError(f"Cannot fingerprint {where}: its keys must be strings.")
+        return {key: _normal(item, f"{where}.{key}") for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normal(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    raise TypeError(f"Cannot fingerprint {where}: a {type(value).__name__} is not a JSON value.")
