@@ -2,7 +2,8 @@
 
 Functions have no native tool calling: an agent wraps this provider in
 ``providers.prompted.PromptedTools`` (the prompted-JSON protocol), so it only ever sends it
-plain role/content messages.
+plain role/content messages; ``ChatAgent`` wraps it also without tools, and a structured answer
+(``params.output``) is asked for by the wrapper's instructions, so the function needs no part in it.
 """
 
 from __future__ import annotations

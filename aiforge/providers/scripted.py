@@ -7,7 +7,12 @@ Queue replies with ``enqueue``; every call is recorded in ``calls``::
     agent = ChatAgent(provider=fake)
 
 With an empty queue it answers ``default`` (a string, or a function of the messages), which by
-default echoes the last user message.
+default echoes the last user message. Structured answers are scripted as values and refusals as
+their explanation; a text reply stays as written also when ``params.output`` is set, so a test can
+script invalid JSON::
+
+    fake.enqueue(structured(Review(sentiment="pos", rating=5)), "not json", refusal("I can't."))
+    assert fake.calls[0].params.output is OutputSpec.of(Review)
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import pydantic_core
+
 from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, Usage, new_tool_call
 from aiforge.providers.base import Provider, StreamEvent
 
@@ -27,13 +34,24 @@ _ids = itertools.count(1)
 _instance_ids = itertools.count(1)
 
 
+_NO_OUTPUT: Any = object()
+
+
 @dataclass(slots=True)
 class ScriptedReply:
-    """One scripted model answer: text, tool calls, or both."""
+    """One scripted model answer: text, tool calls, or both; or a structured value, or a refusal."""
 
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
+    output: Any = _NO_OUTPUT
+    """A structured answer (pydantic model, dataclass, dict, list or scalar): replaces ``text`` with its JSON."""
+    refusal: str | None = None
+    """The model declines to answer: ``Completion.refusal``, with empty text."""
+
+    def __post_init__(self) -> None:
+        if self.output is not _NO_OUTPUT:
+            self.text = pydantic_core.to_json(self.output).decode()
 
 
 @dataclass(slots=True)
@@ -61,6 +79,16 @@ def tool_call(name: str, arguments: dict[str, Any] | None = None, /, **kwargs: A
 def tool_calls(*calls: tuple[str, dict[str, Any]]) -> ScriptedReply:
     """A scripted reply with several parallel tool calls: ``tool_calls(("a", {...}), ("b", {...}))``."""
     return ScriptedReply(tool_calls=[new_tool_call(n, a, f"call_{next(_ids):06d}") for n, a in calls])
+
+
+def structured(value: Any) -> ScriptedReply:
+    """A scripted structured answer: ``structured(Review(...))``, ``structured({"a": 1})``, ``structured(True)``."""
+    return ScriptedReply(output=value)
+
+
+def refusal(explanation: str = "") -> ScriptedReply:
+    """A scripted refusal to answer: ``refusal("I can't help with that.")``."""
+    return ScriptedReply(refusal=explanation)
 
 
 def _echo(messages: list[Message]) -> str:
@@ -137,6 +165,7 @@ class ScriptedProvider(Provider):
             usage=usage,
             model=params.model or self.default_model,
             finish_reason="tool_calls" if reply.tool_calls else "stop",
+            refusal=reply.refusal,
         )
 
     async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:

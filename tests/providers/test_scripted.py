@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
 import re
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from pydantic import BaseModel
 
+from aiforge.core.output import OutputSpec
 from aiforge.core.settings import load_settings
 from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec, Usage
 from aiforge.providers import create_provider
-from aiforge.providers.scripted import ScriptedProvider, ScriptedReply, tool_call, tool_calls
+from aiforge.providers.scripted import ScriptedProvider, ScriptedReply, refusal, structured, tool_call, tool_calls
 
 PARAMS = CallParams(model="")
 WEATHER: ToolSpec = {"name": "weather", "description": "The weather in a city.", "parameters": {}}
@@ -237,3 +241,91 @@ def test_a_scripted_exception_is_raised_by_stream() -> None:
 
     with pytest.raises(TimeoutError, match="slow"):
         stream(fake, ask("q"))
+
+
+# --- structured answers and refusals -------------------------------------------------------------------------------
+
+
+class Review(BaseModel):
+    sentiment: Literal["pos", "neg"]
+    rating: int
+
+
+@dataclasses.dataclass
+class Person:
+    name: str
+    born: datetime.date
+
+
+STRUCTURED = CallParams(model="", output=OutputSpec.of(Review))
+
+
+def test_a_structured_reply_is_the_json_of_a_pydantic_model() -> None:
+    completion = complete(ScriptedProvider([structured(Review(sentiment="pos", rating=5))]), ask("?"), STRUCTURED)
+
+    assert completion.text == '{"sentiment":"pos","rating":5}'
+    assert OutputSpec.of(Review).validate(completion.text) == Review(sentiment="pos", rating=5)
+
+
+@pytest.mark.parametrize(
+    ("value", "output", "text"),
+    [
+        ({"sentiment": "neg", "rating": 1}, Review, '{"sentiment":"neg","rating":1}'),
+        (Person("Ada", datetime.date(1815, 12, 10)), Person, '{"name":"Ada","born":"1815-12-10"}'),
+        (True, bool, "true"),
+        ("pos", Literal["pos", "neg"], '"pos"'),
+        (["a", "b"], list[str], '["a","b"]'),
+    ],
+)
+def test_structured_renders_dicts_dataclasses_and_bare_values_that_validate(value, output, text) -> None:
+    fake = ScriptedProvider([structured(value)])
+
+    completion = complete(fake, ask("?"), CallParams(model="", output=OutputSpec.of(output)))
+
+    assert completion.text == text
+    validated = OutputSpec.of(output).validate(completion.text)
+    assert (validated.model_dump() if isinstance(validated, BaseModel) else validated) == value
+
+
+def test_a_scripted_reply_may_carry_the_output_directly() -> None:
+    reply = ScriptedReply(output={"sentiment": "pos", "rating": 4})
+
+    assert complete(ScriptedProvider([reply]), ask("?"), STRUCTURED).text == '{"sentiment":"pos","rating":4}'
+
+
+def test_a_text_reply_stays_as_written_when_output_is_asked_for() -> None:
+    completion = complete(ScriptedProvider(["not json at all"]), ask("?"), STRUCTURED)
+
+    assert completion.text == "not json at all" and completion.refusal is None
+
+
+def test_a_refusal_sets_the_completion_refusal_with_no_text() -> None:
+    completion = complete(ScriptedProvider([refusal("I can't rate that.")]), ask("?"), STRUCTURED)
+
+    assert completion.refusal == "I can't rate that."
+    assert completion.text == "" and completion.tool_calls == []
+
+
+def test_a_refusal_may_give_no_explanation() -> None:
+    assert complete(ScriptedProvider([refusal()]), ask("?"), STRUCTURED).refusal == ""
+
+
+def test_a_streamed_structured_reply_arrives_as_json_chunks() -> None:
+    fake = ScriptedProvider([structured({"sentiment": "pos", "rating": 5, "note": "very good indeed"})], chunk_size=1)
+
+    async def events() -> list[Any]:
+        return [event async for event in fake.stream(ask("?"), None, STRUCTURED)]
+
+    *chunks, final = asyncio.run(events())
+
+    assert len(chunks) > 1 and "".join(chunks) == final.text
+
+
+def test_the_output_asked_for_is_recorded_with_each_call() -> None:
+    fake = ScriptedProvider([structured(True), "plain"])
+
+    complete(fake, ask("?"), STRUCTURED)
+    complete(fake, ask("?"))
+
+    assert fake.calls[0].params.output is OutputSpec.of(Review)
+    assert fake.calls[1].params.output is None

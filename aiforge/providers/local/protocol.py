@@ -186,6 +186,8 @@ def _json_string_prefix(body: str) -> str:
 class AnswerStream:
     """Follows a reply's raw JSON as it is decoded and yields the ``answer`` text, never the JSON."""
 
+    _opening = _ANSWER_OPENING
+
     def __init__(self) -> None:
         self.raw = ""
         self.text = ""
@@ -196,13 +198,16 @@ class AnswerStream:
         return self._body_start is not None
 
     def feed(self, delta: str) -> str:
-        """Add decoded JSON; return the answer text it completes (empty for a tool call)."""
+        """Add decoded JSON; return the answer it completes (empty for a tool call)."""
         self.raw += delta
         if self._body_start is None:
-            opening = _ANSWER_OPENING.match(self.raw)
+            opening = self._opening.match(self.raw)
             if opening is None:
                 return ""
             self._body_start = opening.end()
+        return self._answer_piece()
+
+    def _answer_piece(self) -> str:
         text = _json_string_prefix(self.raw[self._body_start :])
         new, self.text = text[len(self.text) :], text
         return new
@@ -211,27 +216,21 @@ class AnswerStream:
 class JsonAnswerStream(AnswerStream):
     """Follows a structured reply as it is decoded and yields the answer's own JSON text, never the wrapper."""
 
+    _opening = _VALUE_OPENING
+
     def __init__(self) -> None:
         super().__init__()
-        self._scanned = 0
         self._depth = 0
         self._in_string = False
         self._escaped = False
         self.complete = False
 
-    def feed(self, delta: str) -> str:
-        """Add decoded JSON; return the answer JSON it completes (empty for a tool call)."""
-        self.raw += delta
-        if self._body_start is None:
-            opening = _VALUE_OPENING.match(self.raw)
-            if opening is None:
-                return ""
-            self._body_start = self._scanned = opening.end()
-        start = self._scanned
-        while self._scanned < len(self.raw) and not self.complete:
-            self._track(self.raw[self._scanned])
-            self._scanned += 1
-        new = self.raw[start : self._scanned]
+    def _answer_piece(self) -> str:
+        start = scanned = (self._body_start or 0) + len(self.text)
+        while scanned < len(self.raw) and not self.complete:
+            self._track(self.raw[scanned])
+            scanned += 1
+        new = self.raw[start:scanned]
         self.text += new
         return new
 
