@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -85,16 +85,16 @@ class BatchFingerprint:
     """One fingerprint per item, in input order."""
     settings: str
     """The fingerprint of the settings every item shares (provider, endpoint, model, parameters, prompt...)."""
+    inputs: str = field(init=False)
+    """One digest of all item fingerprints, in order."""
+    key: str = field(init=False)
+    """One digest of the whole batch: items, their order and the settings."""
 
-    @property
-    def inputs(self) -> str:
-        """One digest of all item fingerprints, in order."""
-        return fingerprint(list(self.items))
-
-    @property
-    def key(self) -> str:
-        """One digest of the whole batch: items, their order and the settings."""
-        return fingerprint({"items": self.inputs, "settings": self.settings})
+    def __post_init__(self) -> None:
+        # Computed once: hashing 100 000 item fingerprints takes tens of milliseconds.
+        inputs = fingerprint(list(self.items))
+        object.__setattr__(self, "inputs", inputs)
+        object.__setattr__(self, "key", fingerprint({"items": inputs, "settings": self.settings}))
 
 
 def batch_fingerprint(item_fingerprints: Sequence[str], settings: Mapping[str, Any]) -> BatchFingerprint:
