@@ -12,7 +12,7 @@ from typing_extensions import TypedDict
 
 from aiforge import ChatAgent, OutputRefusedError, OutputValidationError
 from aiforge.core.output import OutputSpec
-from aiforge.providers.scripted import ScriptedProvider, tool_call
+from aiforge.providers.scripted import ScriptedProvider, refusal, structured, tool_call
 from tests.modules.chat.checks import assert_valid_history
 from tests.modules.chat.conftest import WireAgent
 from tests.support.llm_server import LLMServer, Reply, ToolCallSpec
@@ -209,6 +209,40 @@ def test_output_retries_zero_makes_one_call() -> None:
 def test_output_retries_must_be_a_non_negative_integer(retries: object) -> None:
     with pytest.raises(ValueError, match="output_retries"):
         ChatAgent(provider=ScriptedProvider(), output_retries=retries)
+
+
+def test_a_structured_reply_is_validated_into_its_type() -> None:
+    agent, _ = scripted(structured(Review(sentiment="neutral", rating=3)))
+
+    assert agent.chat("Meh.", output=Review).output == Review(sentiment="neutral", rating=3)
+
+
+def test_a_refusal_raises_at_once_without_retry_and_leaves_history() -> None:
+    agent, fake = scripted("Hi!", refusal("I can't rate that."), GOOD)
+    agent.chat("Hi")
+
+    with pytest.raises(OutputRefusedError) as caught:
+        agent.chat("Rate this", output=Review)
+
+    assert caught.value.refusal == "I can't rate that."
+    assert len(fake.calls) == 2 and fake.pending == 1
+    assert [m["content"] for m in agent.history] == ["Hi", "Hi!"]
+
+
+async def test_a_streamed_refusal_raises_too() -> None:
+    agent, _ = scripted(refusal(""))
+
+    with pytest.raises(OutputRefusedError, match="refused"):
+        [chunk async for chunk in agent.chat_stream("Rate this", output=Review)]
+    assert agent.history == []
+
+
+def test_a_refusal_after_a_failed_attempt_is_still_a_refusal() -> None:
+    agent, fake = scripted(BAD, refusal("No."))
+
+    with pytest.raises(OutputRefusedError):
+        agent.chat("Rate this", output=Review)
+    assert len(fake.calls) == 2
 
 
 # -- tools and output in the same turn -------------------------------------------------
