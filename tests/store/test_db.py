@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import sqlite3
 import subprocess
 import sys
@@ -167,3 +168,20 @@ def test_the_store_imports_only_aiforge_core() -> None:
             elif isinstance(node, ast.Import):
                 targets |= {alias.name for alias in node.names if alias.name.startswith("aiforge")}
     assert {target.split(".")[1] for target in targets} <= {"core", "store"}
+
+
+def test_a_forked_child_uses_the_parents_store_through_its_own_connection(tmp_path: Path) -> None:
+    cache = ResponseCache(Store(tmp_path / "s.sqlite"))
+    cache.put("before", {"text": "parent"}, cost=0.0)
+    pid = os.fork()
+    if pid == 0:  # the child must leave through os._exit whatever happens, never return into pytest
+        code = 1
+        try:
+            if cache.get("before") == {"text": "parent"}:
+                cache.put("after", {"text": "child"}, cost=0.0)
+                code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert cache.get("after") == {"text": "child"}
