@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import time
 from typing import Any
@@ -87,22 +88,52 @@ def _as_text(value: Any) -> str:
         return str(value)
 
 
+def function_tool(fn: Any) -> Any:
+    """A LangChain ``StructuredTool`` from a plain (sync or async) function.
+
+    The name is ``fn.__name__``; the description is the docstring's summary, and each argument's
+    description comes from a Google-style ``Args:`` section (a NumPy-style ``Parameters`` section is
+    not parsed by LangChain: the whole docstring is then the description, so the model still reads
+    it). The argument schema comes from the type hints and defaults. A function without a docstring
+    is described by its name alone.
+    """
+    from langchain_core.tools import StructuredTool
+
+    name = getattr(fn, "__name__", "")
+    if not name.isidentifier():
+        raise ValueError(
+            f"{fn!r} has no usable name for a tool ({name or 'none'}): define it with def, not lambda or partial"
+        )
+    description = None if (inspect.getdoc(fn) or "").strip() else name
+    is_async = inspect.iscoroutinefunction(fn)
+    try:
+        return StructuredTool.from_function(
+            None if is_async else fn, coroutine=fn if is_async else None, description=description, parse_docstring=True
+        )
+    except ValueError as exc:  # e.g. the docstring documents an argument the function does not have
+        raise ValueError(f"tool {name!r}: {exc}") from None
+
+
 def _checked(tools: Any) -> list[Any]:
     if tools is None:
         return []
     if not isinstance(tools, list | tuple):
         raise ValueError(f"tools must be a list of tools, got {type(tools).__name__}")
+    checked: list[Any] = []
     names: set[str] = set()
     for i, tool in enumerate(tools):
         missing = [a for a in ("name", "description", "invoke") if not hasattr(tool, a)]
-        if missing:
+        if missing and (inspect.isfunction(tool) or inspect.ismethod(tool)):
+            tool = function_tool(tool)
+        elif missing:
             raise ValueError(
-                f"tools[{i}] ({tool!r}) lacks {', '.join(missing)}: tools need .name, .description and .invoke()"
+                f"tools[{i}] ({tool!r}) is neither a function nor a LangChain tool: it lacks {', '.join(missing)}"
             )
         if tool.name in names:
             raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
         names.add(tool.name)
-    return list(tools)
+        checked.append(tool)
+    return checked
 
 
 class Toolset:
