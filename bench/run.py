@@ -32,6 +32,7 @@ GROUPS = {
     "startup": "bench.startup",
     "embedded": "bench.embedded",
     "structured": "bench.structured",
+    "eval_local": "bench.eval_local",
 }
 PACKAGES = [
     "aiforge-kit",

@@ -52,6 +52,17 @@ def describe_error(exc: BaseException, agent: Any = None) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
+def truncation_note(response: Any) -> str | None:
+    """The short note every surface shows under a cut reply ("cut at 512 tokens; ..."), None when not cut."""
+    if not getattr(response, "truncated", False):
+        return None
+    calls = [r for r in response.trace if r.get("step") == "model" and r.get("node") != "summary"]
+    last = calls[-1] if calls else {}
+    if last.get("finish_reason") == "loop":
+        return "cut where the reply began repeating itself"
+    return f"cut at {last.get('output_tokens') or response.output_tokens} tokens; set MAX_TOKENS for more"
+
+
 # ---------------------------------------------------------------------------
 # Untrusted text as Markdown
 # ---------------------------------------------------------------------------

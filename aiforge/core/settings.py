@@ -36,7 +36,9 @@ class ChatSection(BaseModel):
     system_prompt: str | None = None
 
 
-_STANDARD_ENV = frozenset({"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"})
+_STANDARD_ENV = frozenset(
+    {"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_HOST"}
+)
 
 
 def _env(name: str) -> Any:
@@ -85,6 +87,16 @@ class AIForgeSettings(BaseSettings):
     LOCAL_THREADS: int | None = Field(default=None, ge=1)
     """CPU threads for the embedded model; None uses the machine's cores."""
     LOCAL_CONTEXT_SIZE: int = Field(default=4096, ge=256)
+    OLLAMA_HOST: str | None = _env("OLLAMA_HOST")
+    """Ollama's host (Ollama's own variable); default localhost:11434, its /v1 API is used."""
+    LMSTUDIO_BASE_URL: str | None = None
+    """LM Studio's server; default http://localhost:1234/v1."""
+    VLLM_BASE_URL: str | None = None
+    """vLLM's server; default http://localhost:8000/v1."""
+    LLAMACPP_BASE_URL: str | None = None
+    """llama.cpp's llama-server; default http://localhost:8080/v1."""
+    LOCAL_SERVER_API_KEY: SecretStr | None = None
+    """Sent to ollama/lmstudio/vllm/llamacpp when set (a server started with --api-key); they need none."""
 
     PRICES: dict[str, dict[str, float]] = Field(default_factory=dict)
     """Extra or overriding prices: model -> {input, output, cached_input, cache_write} USD per 1M tokens."""
@@ -122,7 +134,7 @@ class AIForgeSettings(BaseSettings):
         return [s for s in (self.secret(n) for n in _SECRET_FIELDS) if s]
 
 
-_SECRET_FIELDS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GATEWAY_API_KEY")
+_SECRET_FIELDS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GATEWAY_API_KEY", "LOCAL_SERVER_API_KEY")
 _JSON_FIELDS = ("PRICES", "QUALITY_MODELS", "chat")
 _FIELDS = frozenset(AIForgeSettings.model_fields)
 

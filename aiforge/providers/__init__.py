@@ -30,6 +30,10 @@ _BUILTIN: dict[str, str] = {
     "internal_gateway": "aiforge.providers.gateway:GatewayProvider",
     "local": "aiforge.providers.local:LocalProvider",
     "scripted": "aiforge.providers.scripted:ScriptedProvider",
+    "ollama": "aiforge.providers.local_servers:OllamaProvider",
+    "lmstudio": "aiforge.providers.local_servers:LMStudioProvider",
+    "vllm": "aiforge.providers.local_servers:VLLMProvider",
+    "llamacpp": "aiforge.providers.local_servers:LlamaCppProvider",
 }
 _custom: dict[str, ProviderFactory] = {}
 _instances: dict[tuple[Any, ...], Provider] = {}

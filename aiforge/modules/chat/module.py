@@ -22,7 +22,7 @@ from aiforge.modules.chat.memory import (
     trim_to_units,
 )
 from aiforge.modules.chat.prompts import DEFAULT_SYSTEM_PROMPT, SUMMARIZE_MEMORY_PROMPT, SUMMARY_PREFIX
-from aiforge.modules.chat.runtime import AgentRuntime, Turn, TurnStream
+from aiforge.modules.chat.runtime import AgentRuntime, Turn, TurnStream, final_call_truncated
 from aiforge.modules.chat.schemas import ChatResponse, ToolCallRecord
 from aiforge.modules.chat.structured import TurnOutcome, output_spec, run_turn
 from aiforge.modules.chat.tool_runner import ToolInterrupted, Toolset
@@ -99,13 +99,17 @@ class ChatAgent(BaseModule):
             )
         self.native_tools = self.provider.supports_native_tools if native_tools is None else bool(native_tools)
         self._base_prompt = system_prompt or self.settings.chat.system_prompt or DEFAULT_SYSTEM_PROMPT
+        # The embedded model has measured defaults (providers/local/defaults.py); a TEMPERATURE the user set wins.
+        unset = self.provider.name == "local" and "TEMPERATURE" not in self.settings.model_fields_set
         self._runtime = AgentRuntime(
             # The graph sees native tool calls only: the prompted-JSON protocol is a provider wrapper.
             provider=self.provider if self.native_tools else PromptedTools(self.provider),
             provider_name=self.provider_name,
             free=self.provider.free,
             params=CallParams(
-                model=self.model, temperature=self.settings.TEMPERATURE, max_tokens=self.settings.MAX_TOKENS
+                model=self.model,
+                temperature=None if unset else self.settings.TEMPERATURE,
+                max_tokens=self.settings.MAX_TOKENS,
             ),
             toolset=toolset,
             cost_tracker=self.cost_tracker,
@@ -343,5 +347,6 @@ class ChatAgent(BaseModule):
             provider=self.provider_name,
             priced=turn.priced,
             stopped_by_limit=any(r.get("stopped_by_limit") for r in trace),
+            truncated=final_call_truncated(trace),
             trace=trace,
         )

@@ -109,6 +109,16 @@ class Turn:
         }
 
 
+TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens", "loop"})
+"""Finish reasons of a cut reply: OpenAI's and local llama.cpp's token limit, Anthropic's, the local loop guard."""
+
+
+def final_call_truncated(trace: list[dict[str, Any]]) -> bool:
+    """True when the turn's last model call (a memory summary aside) ended cut."""
+    calls = [r for r in trace if r.get("step") == "model" and r.get("node") != "summary"]
+    return bool(calls) and calls[-1].get("finish_reason") in TRUNCATED_FINISH_REASONS
+
+
 _DONE = object()
 _UNWIND_POLLS = 1000  # 10 s
 

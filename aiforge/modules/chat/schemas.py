@@ -19,7 +19,7 @@ TRACE_COLUMNS = [
 
 BATCH_COLUMNS = [
     "input", "message", "model", "input_tokens", "output_tokens", "cost",
-    "latency_ms", "iterations", "tool_calls", "error", "trace_id",
+    "latency_ms", "iterations", "tool_calls", "error", "trace_id", "truncated",
 ]
 """The columns of ``BatchResult.to_dataframe`` for a batch of chat turns."""
 
@@ -102,6 +102,8 @@ class ChatResponse(BaseModel):
     """False when a model of this turn is missing from the price table (cost undercounted)."""
     stopped_by_limit: bool = False
     """True when the turn hit ``max_tool_iterations`` before a final answer."""
+    truncated: bool = False
+    """True when the turn's final model call stopped at its token limit or repeated itself (the reply is cut)."""
     trace: list[dict[str, Any]] = Field(default_factory=list, repr=False)
     """One record per step: model calls and tool calls, in order."""
 
@@ -121,6 +123,7 @@ class ChatResponse(BaseModel):
             "tool_calls": len(self.tool_calls),
             "error": None,
             "trace_id": self.trace_id,
+            "truncated": self.truncated,
         }
 
     @classmethod
@@ -137,6 +140,7 @@ class ChatResponse(BaseModel):
             "tool_calls": 0,
             "error": error,
             "trace_id": None,
+            "truncated": False,
         }
 
     def trace_dataframe(self) -> pd.DataFrame:
@@ -154,6 +158,10 @@ class ChatResponse(BaseModel):
         ]
         if self.tool_calls:
             parts.append(f"{len(self.tool_calls)} tool call{'s' if len(self.tool_calls) != 1 else ''}")
+        if self.truncated:
+            from aiforge.core.render import truncation_note
+
+            parts.append(truncation_note(self))
         return " · ".join(parts)
 
     def _output_json(self) -> str:

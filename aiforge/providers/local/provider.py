@@ -27,7 +27,9 @@ from aiforge.core.types import (
     Usage,
 )
 from aiforge.providers.base import Provider, StreamEvent
+from aiforge.providers.local import defaults
 from aiforge.providers.local.engine import default_threads, shared_engine
+from aiforge.providers.local.loops import LoopGuard
 from aiforge.providers.local.protocol import (
     ANSWER_SCHEMA,
     AnswerStream,
@@ -41,6 +43,8 @@ from aiforge.providers.local.weights import resolve_model_path
 
 DEFAULT_MAX_TOKENS = 512
 """Cap on generated tokens when neither the call nor MAX_TOKENS sets one: a tiny model can babble forever."""
+LOOP = "loop"
+"""``Completion.finish_reason`` when the loop guard ended a reply (``loops.py``)."""
 
 
 class _Run:
@@ -88,16 +92,22 @@ class LocalProvider(Provider):
         threads = default_threads(settings.LOCAL_THREADS)
         self.engine = shared_engine(model_path, threads, settings.LOCAL_CONTEXT_SIZE)
         self.default_model = self.engine.model_name
+        self.sampling: dict[str, Any] = dict(defaults.SAMPLING)
+        """llama.cpp sampling fields sent with every request (``defaults.py``)."""
+        self.loop_guard = True
+        """Stop a reply that repeats itself (``loops.py``)."""
 
     @classmethod
     def connection_key(cls, settings: Any) -> tuple[Any, ...]:
         return (settings.LOCAL_MODEL_PATH, settings.LOCAL_THREADS, settings.LOCAL_CONTEXT_SIZE)
 
     def _request(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> dict[str, Any]:
-        temperature = params.temperature if params.temperature is not None else self.settings.TEMPERATURE
+        # None: the user set no TEMPERATURE (ChatAgent passes it only then), so the measured default.
+        temperature = params.temperature if params.temperature is not None else defaults.TEMPERATURE
         max_tokens = params.max_tokens or self.settings.MAX_TOKENS or DEFAULT_MAX_TOKENS
         return {
             "messages": chat_messages(messages, tools, params.output),
+            **self.sampling,
             "temperature": temperature,
             "max_tokens": max_tokens,
             # Temperature 0 promises the same reply to the same conversation. Reusing the KV cache
@@ -137,14 +147,24 @@ class LocalProvider(Provider):
         cls = BadRequestError if status in (400, 422) else ProviderError
         return cls(f"the embedded model failed: {message}", provider="local", status_code=status, body=error)
 
-    def _completion(self, run: _Run, text: str, tool_calls: list[ToolCall], usage: Usage) -> Completion:
+    def _completion(
+        self, run: _Run, text: str, tool_calls: list[ToolCall], usage: Usage, guard: LoopGuard
+    ) -> Completion:
+        finish = "tool_calls" if tool_calls else LOOP if guard.cut else run.finish_reason
         return Completion(
-            text=text,
+            text=guard.text if guard.cut and not tool_calls else text,
             tool_calls=tool_calls,
             usage=usage,
             model=self.engine.model_name,
-            finish_reason="tool_calls" if tool_calls else run.finish_reason,
+            finish_reason=finish,
         )
+
+    def _guarded(self, guard: LoopGuard, run: _Run, piece: str) -> str:
+        """``piece`` as far as the loop guard lets it show; a reply that repeats itself stops decoding."""
+        shown = guard.feed(piece)
+        if guard.cut:
+            run.stop.set()
+        return shown
 
     async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
         final: Completion | None = None
@@ -162,26 +182,33 @@ class LocalProvider(Provider):
         request = self._request(messages, tools, params)
         output = params.output
         if not tools and output is None:
-            run, parts = _Run(loop), []
+            run, parts, guard = _Run(loop), [], LoopGuard(self.loop_guard)
             async with aclosing(self._decode(run, request)) as deltas:
                 async for delta in deltas:
                     parts.append(delta)
-                    yield delta
-            yield self._completion(run, "".join(parts), [], run.usage)
+                    if shown := self._guarded(guard, run, delta):
+                        yield shown
+            if rest := guard.flush():
+                yield rest
+            yield self._completion(run, "".join(parts), [], run.usage, guard)
             return
         usage = Usage()
         answer_only = ANSWER_SCHEMA if output is None else reply_schema([], output)
         for schema in (reply_schema(tools or [], output), answer_only):
             request["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
             run, reply = _Run(loop), AnswerStream() if output is None else JsonAnswerStream()
+            # Structured answers are JSON, which the guard's sentences do not describe.
+            guard = LoopGuard(self.loop_guard and output is None)
             async with aclosing(self._decode(run, request)) as deltas:
                 async for delta in deltas:
                     piece = reply.feed(delta)
-                    if piece:
-                        yield piece
+                    if piece and (shown := self._guarded(guard, run, piece)):
+                        yield shown
+            if rest := guard.flush():
+                yield rest
             usage += run.usage
             text, tool_calls = parse_reply(reply)
             # A small model tends to call again for a result it already has: make it answer.
             if not (tool_calls and repeats_a_call(tool_calls[0], messages)):
                 break
-        yield self._completion(run, text, tool_calls, usage)
+        yield self._completion(run, text, tool_calls, usage, guard)

@@ -1,0 +1,53 @@
+"""Truncation is never silent: ``ChatResponse.truncated`` on openai and anthropic (sync, stream, batch)."""
+
+from __future__ import annotations
+
+from aiforge.core.aio import run_sync
+from aiforge.core.render import truncation_note
+from tests.modules.chat.conftest import WireAgent
+from tests.support.llm_server import LLMServer, Reply
+
+
+async def _streamed(agent, message: str):  # noqa: ANN001, ANN202
+    stream = agent.stream_turn(message)
+    text = "".join([delta async for delta in stream])
+    return text, stream.response
+
+
+def test_a_reply_cut_at_the_limit_is_truncated(srv: LLMServer, wire_agent: WireAgent) -> None:
+    srv.enqueue(Reply("The story begins", stop_reason="length", usage={"output_tokens": 3}))
+    response = wire_agent(MAX_TOKENS=3).chat("Tell me a story")
+    assert response.truncated is True
+    assert response.message == "The story begins"
+    assert response.trace[-1]["finish_reason"] in ("length", "max_tokens")
+    assert truncation_note(response) == "cut at 3 tokens; set MAX_TOKENS for more"
+    assert "cut at 3 tokens" in response._footer()
+
+
+def test_a_finished_reply_is_not_truncated(srv: LLMServer, wire_agent: WireAgent) -> None:
+    srv.enqueue(Reply("Paris."))
+    response = wire_agent().chat("Capital of France?")
+    assert response.truncated is False
+    assert truncation_note(response) is None
+
+
+def test_a_streamed_reply_cut_at_the_limit_is_truncated(srv: LLMServer, wire_agent: WireAgent) -> None:
+    srv.enqueue(Reply("The story begins", stop_reason="length"))
+    text, response = run_sync(_streamed(wire_agent(), "Tell me a story"))
+    assert text == "The story begins"
+    assert response.truncated is True
+
+
+def test_a_batch_has_a_truncated_column(srv: LLMServer, wire_agent: WireAgent) -> None:
+    srv.enqueue(Reply("cut", stop_reason="length"), Reply("done"))
+    batch = wire_agent().run_batch(["one", "two"], concurrency=1)
+    frame = batch.to_dataframe()
+    assert frame["truncated"].tolist() == [True, False]
+
+
+def test_only_the_final_call_counts(srv: LLMServer, wire_agent: WireAgent, calc_tool) -> None:  # noqa: ANN001
+    from tests.support.llm_server import ToolCallSpec
+
+    srv.enqueue(Reply(tool_calls=[ToolCallSpec("calculator", {"expression": "2+2"})]), Reply("4"))
+    response = wire_agent(tools=[calc_tool]).chat("2+2?")
+    assert response.truncated is False
