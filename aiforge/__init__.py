@@ -20,7 +20,7 @@ _LAZY: dict[str, str] = {
     "AIForgeSettings": "aiforge.core.settings",
     "load_settings": "aiforge.core.settings",
     "setup_logging": "aiforge.core.logs",
-    "BatchResult": "aiforge.modules.base",
+    "BatchResult": "aiforge.modules.batch.results",
     "BaseModule": "aiforge.modules.base",
     "CostTracker": "aiforge.core.costs",
     "Provider": "aiforge.providers.base",

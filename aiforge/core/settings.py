@@ -13,9 +13,9 @@ import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from aiforge.core.logs import register_secret
@@ -44,6 +44,17 @@ _STANDARD_ENV = frozenset(
 def _env(name: str) -> Any:
     """A field also read from its standard environment name (``OPENAI_API_KEY``...)."""
     return Field(default=None, validation_alias=AliasChoices(ENV_PREFIX + name, name))
+
+
+def _cache_value(value: Any) -> Any:
+    """``AIFORGE_CACHE=true`` / ``0`` arrive as text: read the usual words as booleans, keep anything else a path."""
+    if isinstance(value, str) and value.strip().lower() in _BOOLEAN_WORDS:
+        return _BOOLEAN_WORDS[value.strip().lower()]
+    return value
+
+
+_BOOLEAN_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False,
+                  "off": False, "": False}
 
 
 class AIForgeSettings(BaseSettings):
@@ -104,6 +115,8 @@ class AIForgeSettings(BaseSettings):
     """Router overrides: provider -> {tier: model}."""
     PROGRESS_BAR: bool = True
     """Show a tqdm progress bar in ``run_batch`` (also off when TQDM_DISABLE is set)."""
+    CACHE: Annotated[bool | str, BeforeValidator(_cache_value)] = False
+    """Response cache: False (off), True (a SQLite file in the user's cache directory), a file path, or "memory"."""
 
     chat: ChatSection = Field(default_factory=ChatSection)
 

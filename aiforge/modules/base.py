@@ -1,162 +1,35 @@
 """``BaseModule``: settings, provider and costs for every aiforge module; the run/batch contract.
 
-``run_batch`` returns a ``BatchResult``; its DataFrame rows come from the results themselves
-(``BatchItem``), so this module knows no module's result type. Items may be a list, a pandas Series or
+``run_batch`` returns a ``BatchResult`` (``modules/batch``). Items may be a list, a pandas Series or
 DataFrame, with a row template (``core.templates.batch_prompts``); a row with a missing value fails
-without a call.
+without a call. A batch can use the response cache, resume from a checkpoint or an interrupted run, stop at a
+budget, or only be estimated (see ``arun_batch``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import time
 import typing
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from aiforge.core.aio import iterate_sync, run_sync
 from aiforge.core.costs import CostTracker
 from aiforge.core.output import OutputSpec
 from aiforge.core.settings import AIForgeSettings, load_settings
 from aiforge.core.templates import RowTemplate, batch_prompts
+from aiforge.modules.batch.estimate import BatchEstimate, ItemPricer, item_pricer
+from aiforge.modules.batch.results import BatchFailure, BatchItem, BatchResult, MissingValueError
+from aiforge.modules.batch.runner import BatchInterrupted, BatchRun, KeptBatch, interrupted_note, keep, kept_batches
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from aiforge.providers.base import Provider
+    from aiforge.store import BatchFingerprint, ResponseCache
 
-
-class BatchItem(Protocol):
-    """What a module's ``arun`` returns: a result ``BatchResult`` can total and show as a row."""
-
-    cost: float
-    input_tokens: int
-    output_tokens: int
-    output: Any
-    """The validated structured output; read only for batches run with ``output=``."""
-
-    def to_row(self) -> dict[str, Any]:
-        """This result's row of ``BatchResult.to_dataframe``: every column but ``input``."""
-        ...
-
-    @classmethod
-    def failed_row(cls, error: str) -> dict[str, Any]:
-        """The row of an item that failed with ``error``; its keys are the columns, in order."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class BatchFailure:
-    """An item of a batch that failed: its position, its input and the error.
-
-    A row with a missing value fails with a ``MissingValueError`` and was never sent.
-    """
-
-    index: int
-    input: str
-    error: BaseException
-
-    def __repr__(self) -> str:
-        error = f"{type(self.error).__name__}: {self.error}"
-        return f"BatchFailure(index={self.index}, input={self.input[:40]!r}, error={error})"
-
-
-class MissingValueError(ValueError):
-    """A batch row whose item or template field is None, NaN or ``pd.NA``: it fails without a call."""
-
-
-@dataclass(slots=True)
-class BatchResult:
-    """Results of ``run_batch``: successes in input order, failures with their position.
-
-    ``to_dataframe()`` is on the input's index; with ``output=`` it has one typed column per output field.
-    """
-
-    item_type: type[BatchItem]
-    """The type of ``results``, which lays out the DataFrame rows."""
-    results: list[Any] = field(default_factory=list)
-    failed: list[BatchFailure] = field(default_factory=list)
-    inputs: list[str] = field(default_factory=list)
-    indices: list[int] = field(default_factory=list)
-    """Input position of each entry of ``results``."""
-    wall_time_s: float = 0.0
-    index: Any = None
-    """The pandas index of a Series or DataFrame input (``None``: a list, rows by position)."""
-    output: OutputSpec | None = None
-    """The ``output=`` type of the batch, whose fields become columns."""
-
-    @property
-    def total_cost(self) -> float:
-        return sum(r.cost for r in self.results)
-
-    @property
-    def total_tokens(self) -> int:
-        return sum(r.input_tokens + r.output_tokens for r in self.results)
-
-    def __len__(self) -> int:
-        return len(self.inputs)
-
-    def to_dataframe(self) -> pd.DataFrame:
-        """One row per input on the input's index; failed items carry their error.
-
-        With ``output=``, the output's fields follow ``input`` as typed columns (null for a failed row,
-        see ``core.columns``); a batch column whose name a field takes is renamed ``batch_<name>``.
-        """
-        import pandas as pd
-
-        from aiforge.core.columns import output_columns
-
-        rows: list[dict[str, Any] | None] = [None] * len(self.inputs)
-        values: list[Any] = [None] * len(self.inputs)
-        for index, result in zip(self.indices, self.results, strict=True):
-            rows[index] = {"input": self.inputs[index], **result.to_row()}
-            values[index] = result.output if self.output is not None else None
-        for failure in self.failed:
-            error = f"{type(failure.error).__name__}: {failure.error}"
-            rows[failure.index] = {"input": failure.input, **self.item_type.failed_row(error)}
-        frame = pd.DataFrame(rows, columns=["input", *self.item_type.failed_row("")], index=self.index)
-        if self.output is None:
-            return frame
-        typed = output_columns(values, self.output, frame.index)
-        frame = frame.rename(columns={name: f"batch_{name}" for name in frame.columns if name in typed.columns})
-        for position, name in enumerate(typed.columns, start=1):
-            frame.insert(position, name, typed[name].array)  # by position: an index may repeat labels
-        return frame
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> BatchResult:
-        # A finished batch is a record, shared rather than copied: pandas deep-copies ``attrs`` (where the
-        # accessor keeps it) on every operation on the frame.
-        return self
-
-    def __repr__(self) -> str:
-        return (
-            f"BatchResult(items={len(self.inputs)}, ok={len(self.results)}, failed={len(self.failed)}, "
-            f"total_cost={self.total_cost:.6f}, total_tokens={self.total_tokens})"
-        )
-
-    def _summary(self) -> str:
-        return (
-            f"{len(self.results)}/{len(self.inputs)} ok · {len(self.failed)} failed · "
-            f"{self.total_tokens} tokens · ${self.total_cost:.5f} · {self.wall_time_s:.1f} s"
-        )
-
-    def _repr_markdown_(self) -> str:
-        return f"**Batch** · {self._summary()}"
-
-    def _repr_html_(self) -> str:
-        import html
-
-        failures = "".join(
-            f"<li>#{f.index}: {html.escape(type(f.error).__name__)}: {html.escape(str(f.error)[:200])}</li>"
-            for f in self.failed[:10]
-        )
-        more = f"<li>… {len(self.failed) - 10} more</li>" if len(self.failed) > 10 else ""
-        return f"<div><b>Batch</b> · {html.escape(self._summary())}" + (
-            f"<ul>{failures}{more}</ul></div>" if failures else "</div>"
-        )
+__all__ = ["BaseModule", "BatchFailure", "BatchItem", "BatchResult", "MissingValueError"]
+"""The batch types live in ``modules/batch``; importing them from here keeps working."""
 
 
 def _progress_enabled(settings: AIForgeSettings) -> bool:
@@ -176,7 +49,9 @@ class BaseModule(ABC):
     provider: Provider
     provider_name: str
 
-    def __init__(self, *, quality: str | None = None, provider: Any = None, **overrides: Any) -> None:
+    def __init__(
+        self, *, quality: str | None = None, provider: Any = None, cache: Any = None, **overrides: Any
+    ) -> None:
         from aiforge.core.router import select_model
         from aiforge.providers import create_provider, resolve_provider_name
         from aiforge.providers.base import Provider
@@ -185,6 +60,8 @@ class BaseModule(ABC):
             raise ValueError(f"provider must be a provider name or a Provider instance, got {type(provider).__name__}")
         if isinstance(provider, str):
             overrides["PROVIDER"] = provider
+        if cache is not None:
+            overrides["CACHE"] = cache
         self.settings = load_settings(**overrides)
         if self.settings.PRICES:
             from aiforge.core.pricing import parse_price_overrides
@@ -223,9 +100,31 @@ class BaseModule(ABC):
             )
         return result
 
-    async def _arun_batch_item(self, text: str, *, output: Any = None) -> Any:
-        """Process one batch item; modules with state override this to isolate items."""
+    supports_cache: typing.ClassVar[bool] = False
+    """Whether ``_arun_batch_item`` serves replies from a ``ResponseCache`` (the ``CACHE`` setting)."""
+
+    @property
+    def response_cache(self) -> ResponseCache | None:
+        """The response cache the ``CACHE`` setting names, or None when it is off; opened on first use."""
+        if "_response_cache" not in self.__dict__:
+            self._response_cache = self._open_cache(self.settings.CACHE)
+        return self._response_cache
+
+    def _open_cache(self, value: Any) -> ResponseCache | None:
+        from aiforge.store import ResponseCache, Store
+
+        store = Store.for_setting(value, kind="cache")
+        if store is not None and not self.supports_cache:
+            raise ValueError(f"{type(self).__name__} has no response cache; leave CACHE / cache= off for it.")
+        return None if store is None else ResponseCache(store)
+
+    async def _arun_batch_item(self, text: str, *, output: Any = None, cache: ResponseCache | None = None) -> Any:
+        """Process one batch item; modules with state override this to isolate items (and to use ``cache``)."""
         return await (self.arun(text) if output is None else self.arun(text, output=output))
+
+    def _request_context(self) -> tuple[str, list[Any]]:
+        """The system prompt and tool specs sent with every item (for estimates and batch identity)."""
+        return "", []
 
     def run(self, text: str, **kwargs: Any) -> Any:
         return run_sync(self.arun(text, **kwargs))
@@ -243,11 +142,25 @@ class BaseModule(ABC):
         *,
         output: Any = None,
         prompt: str | RowTemplate | None = None,
-    ) -> BatchResult:
-        """Process ``items`` with at most ``concurrency`` in flight; see ``arun_batch``."""
-        return run_sync(
-            self.arun_batch(items, concurrency=concurrency, max_batch=max_batch, output=output, prompt=prompt)
-        )
+        cache: bool | str | os.PathLike[str] | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        restart: bool = False,
+        max_cost: float | None = None,
+        estimate: bool = False,
+    ) -> Any:
+        """Process ``items`` with at most ``concurrency`` in flight; see ``arun_batch``.
+
+        Ctrl-C keeps the finished items in memory and ends with one line saying so (``BatchInterrupted``);
+        the same call again runs only the others.
+        """
+        interrupted: list[KeptBatch] = []
+        options = dict(cache=cache, checkpoint=checkpoint, restart=restart, max_cost=max_cost, estimate=estimate)
+        try:
+            return run_sync(self._batch(items, concurrency, max_batch, output, prompt, options, interrupted))
+        except KeyboardInterrupt:
+            if not interrupted:
+                raise
+            raise BatchInterrupted(interrupted_note(interrupted[0])) from None
 
     async def arun_batch(
         self,
@@ -257,8 +170,13 @@ class BaseModule(ABC):
         *,
         output: Any = None,
         prompt: str | RowTemplate | None = None,
-    ) -> BatchResult:
-        """Process a list of strings, a pandas Series or a DataFrame concurrently.
+        cache: bool | str | os.PathLike[str] | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+        restart: bool = False,
+        max_cost: float | None = None,
+        estimate: bool = False,
+    ) -> Any:
+        """Process a list of strings, a pandas Series or a DataFrame concurrently; a ``BatchResult``.
 
         ``prompt`` is a template filled from each row: ``"Classify: {review}"`` names DataFrame columns;
         a list's or Series' values are ``{value}`` (a named Series' also its name). A DataFrame of one
@@ -267,7 +185,30 @@ class BaseModule(ABC):
         in ``failed`` and never stops the others; a row with a missing value (None, NaN, ``pd.NA``) fails
         with "missing value: <column>" and makes no call. A template naming an unknown column, or more
         than ``max_batch`` items, is a ``ValueError`` before any call rather than a silent truncation.
+
+        ``cache``: None uses the ``CACHE`` setting; False turns it off; True, a path or ``"memory"`` use
+        that cache. ``checkpoint``: a file recording each finished item as it lands; the same batch run
+        again (after Ctrl-C, a kernel restart, ``kill -9``) runs only the unfinished and the failed items.
+        A checkpoint of another batch is a ``CheckpointMismatchError``; ``restart=True`` starts over.
+        ``max_cost`` (USD): no item starts once the cost spent plus an estimate for the items in flight
+        would pass it; the rest are in ``skipped`` (and ``failed``). ``estimate=True``: spend nothing,
+        return a ``BatchEstimate``. See ``modules/batch`` for the rules.
         """
+        options = dict(cache=cache, checkpoint=checkpoint, restart=restart, max_cost=max_cost, estimate=estimate)
+        return await self._batch(items, concurrency, max_batch, output, prompt, options, None)
+
+    def estimate_batch(
+        self, items: Sequence[str] | Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+    ) -> BatchEstimate:
+        """What ``run_batch`` with these arguments would cost, before anything is spent (``BatchEstimate``)."""
+        return self.run_batch(items, len(items) or 1, max(len(items), 1), output=output, prompt=prompt,
+                              checkpoint=checkpoint, estimate=True)
+
+    async def _batch(
+        self, items: Any, concurrency: int, max_batch: int, output: Any, prompt: str | RowTemplate | None,
+        options: dict[str, Any], interrupted: list[KeptBatch] | None,
+    ) -> Any:
         item_type = self.result_type()
         spec = None if output is None else OutputSpec.of(output)
         prompts = batch_prompts(items, prompt)
@@ -281,40 +222,118 @@ class BaseModule(ABC):
                 f"run_batch got {len(inputs)} items but max_batch={max_batch}; "
                 f"pass max_batch={len(inputs)} to process them all, or split the list"
             )
-        outcomes: list[Any] = [None] * len(inputs)
+        max_cost = options["max_cost"]
+        if max_cost is not None and (isinstance(max_cost, bool) or not isinstance(max_cost, int | float)
+                                     or not max_cost >= 0):
+            raise ValueError(f"max_cost must be a number of USD >= 0, got {max_cost!r}")
+        cache = self.response_cache if options["cache"] is None else self._open_cache(options["cache"])
+        batch = self._batch_fingerprint(inputs, spec)
+        checkpoint = self._checkpoint(options["checkpoint"], batch, options["restart"])
+        done = self._finished(batch, checkpoint, item_type, spec, restart=options["restart"])
         errors: dict[int, BaseException] = {i: MissingValueError(why) for i, why in prompts.missing.items()}
-        pending = iter([i for i in range(len(inputs)) if i not in errors])
+        pricer = self._pricer(spec) if options["estimate"] or max_cost is not None else None
+        if options["estimate"]:
+            return _estimate(pricer, inputs, done, errors)
         progress = _progress_bar(len(inputs)) if _progress_enabled(self.settings) and inputs else None
-        if progress is not None and errors:
-            progress.update(len(errors))
-        started = time.perf_counter()
-
-        async def worker() -> None:
-            # A fixed pool of workers pulling the next index bounds concurrency exactly and
-            # keeps 1 000 items from becoming 1 000 waiting tasks.
-            for index in pending:
-                try:
-                    outcomes[index] = await self._arun_batch_item(inputs[index], output=output)
-                except Exception as exc:  # noqa: BLE001 - one item's failure must not lose the others
-                    errors[index] = exc
-                if progress is not None:
-                    progress.update(1)
-
+        if progress is not None and (errors or done):
+            progress.update(len(errors) + len(done))
+        run = BatchRun(
+            inputs,
+            lambda text: self._arun_batch_item(text, output=output, cache=cache),
+            done,
+            errors,
+            checkpoint=checkpoint,
+            to_payload=None if checkpoint is None else item_type.to_payload,
+            max_cost=max_cost,
+            pricer=pricer,
+            progress=progress,
+        )
         try:
-            await asyncio.gather(*(worker() for _ in range(min(concurrency, len(inputs) - len(errors)))))
+            wall_time_s = await run.run(concurrency)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            kept = keep(self, batch.key, done, len(inputs))
+            if interrupted is not None:
+                interrupted.append(kept)
+            raise
         finally:
             if progress is not None:
                 progress.close()
-        result = BatchResult(
-            item_type, inputs=inputs, wall_time_s=time.perf_counter() - started, index=prompts.index, output=spec
-        )
+        result = BatchResult(item_type, inputs=inputs, wall_time_s=wall_time_s, index=prompts.index, output=spec)
         for index in range(len(inputs)):
             if index in errors:
                 result.failed.append(BatchFailure(index, inputs[index], errors[index]))
             else:
-                result.results.append(outcomes[index])
+                result.results.append(done[index])
                 result.indices.append(index)
         return result
+
+    def _batch_fingerprint(self, inputs: list[str], spec: OutputSpec | None) -> BatchFingerprint:
+        """What identifies this batch: its prompts, and everything its replies depend on (never a key)."""
+        from aiforge.store import batch_fingerprint, fingerprint
+        from aiforge.store.fingerprint import public_endpoint
+
+        system_prompt, tools = self._request_context()
+        settings = {
+            "module": type(self).__name__,
+            "provider": self.provider_name,
+            "endpoint": public_endpoint(getattr(self.provider, "base_url", None)),
+            "model": self.model,
+            "temperature": self.settings.TEMPERATURE,
+            "max_tokens": self.settings.MAX_TOKENS,
+            "system_prompt": system_prompt,
+            "tools": tools,
+            "output": None if spec is None else spec.wire_schema,
+        }
+        return batch_fingerprint([fingerprint(text) for text in inputs], settings)
+
+    def _checkpoint(self, path: Any, batch: BatchFingerprint, restart: bool) -> Any:
+        if path is None:
+            return None
+        from aiforge.store import Checkpoint, Store
+
+        if isinstance(path, bool) or path == "memory":
+            raise ValueError(f"checkpoint= is a file path (one file per batch), not {path!r}")
+        return Checkpoint(Store.for_setting(path, kind="data"), batch, restart=restart)  # type: ignore[arg-type]
+
+    def _finished(
+        self, batch: BatchFingerprint, checkpoint: Any, item_type: type[BatchItem], spec: OutputSpec | None,
+        *, restart: bool,
+    ) -> dict[int, Any]:
+        """Items an interrupted run in this process or the checkpoint already finished (failed ones excluded)."""
+        kept = kept_batches(self).pop(batch.key, None)
+        done = {} if kept is None or restart else dict(kept.results)
+        if checkpoint is not None:
+            for index, record in checkpoint.done().items():
+                if record.status == "ok" and index not in done:
+                    done[index] = item_type.from_payload(record.payload, spec)
+        return done
+
+    def _pricer(self, spec: OutputSpec | None) -> ItemPricer:
+        system_prompt, tools = self._request_context()
+        return item_pricer(
+            model=self.model,
+            system_prompt=system_prompt,
+            extras=[*tools, *([] if spec is None else [spec.wire_schema])],
+            max_tokens=self.settings.MAX_TOKENS,
+            free=self.provider.free,
+            prices=self.settings.PRICES,
+        )
+
+
+def _estimate(pricer: ItemPricer, inputs: list[str], done: dict[int, Any], errors: dict[int, Any]) -> BatchEstimate:
+    todo = [text for i, text in enumerate(inputs) if i not in done and i not in errors]
+    costs = [pricer.cost(text) for text in todo]
+    return BatchEstimate(
+        items=len(inputs),
+        to_run=len(todo),
+        input_tokens=sum(pricer.input_tokens(text) for text in todo),
+        output_tokens=len(todo) * pricer.output_tokens,
+        output_tokens_each=pricer.output_tokens,
+        cost=None if None in costs else sum(c for c in costs if c is not None),
+        model=pricer.model,
+        counting=pricer.counting,
+        finished=len(done),
+    )
 
 
 def _progress_bar(total: int) -> Any:

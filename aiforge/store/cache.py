@@ -41,6 +41,11 @@ class ResponseCache:
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The payload stored under ``key``, or None; counts a hit or a miss."""
+        entry = self.entry(key)
+        return None if entry is None else entry[0]
+
+    def entry(self, key: str) -> tuple[dict[str, Any], float] | None:
+        """``(payload, original cost in USD)`` stored under ``key``, or None; counts a hit or a miss."""
         with self.store.read() as conn:
             rows = conn.execute("SELECT payload, cost FROM responses WHERE key = ?", (key,)).fetchall()
         with self._counts:
@@ -49,7 +54,7 @@ class ResponseCache:
                 return None
             self._hits += 1
             self._saved_cost += rows[0][1]
-        return json.loads(rows[0][0])
+        return json.loads(rows[0][0]), rows[0][1]
 
     def put(self, key: str, payload: Mapping[str, Any], *, cost: float) -> None:
         """Store a complete, successful reply's JSON payload; a key already stored keeps its first payload.

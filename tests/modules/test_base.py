@@ -153,6 +153,7 @@ def test_batch_dataframe_has_one_row_per_input_in_input_order(batch: BatchResult
             "tool_calls",
             "error",
             "trace_id",
+            "cached",
         ]
     )
     assert list(frame["input"]) == ["first", "second", "third"]
@@ -378,6 +379,7 @@ def test_output_adds_one_typed_column_per_field_and_failed_rows_are_null() -> No
         *BATCH_COLUMNS[1:9],
         "batch_error",
         "trace_id",
+        "cached",
     ]
     assert frame.dtypes[["sentiment", "stars", "error"]].astype(str).tolist() == ["category", "Int64", "string"]
     assert frame["sentiment"].cat.categories.tolist() == ["pos", "neg"]

@@ -12,6 +12,7 @@ from aiforge.core.aio import run_sync
 from aiforge.core.types import CallParams, ConfigError, Message
 from aiforge.modules.base import BaseModule
 from aiforge.modules.chat.agent import ChatAgentState, build_chat_graph
+from aiforge.modules.chat.cached_turns import TurnKeyBase, cache_marks, lookup
 from aiforge.modules.chat.memory import (
     MEMORY_MODES,
     SUMMARY_MAX_WORDS,
@@ -30,6 +31,8 @@ from aiforge.providers.prompted import PromptedTools, with_tool_instructions
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from aiforge.store import ResponseCache
 
 logger = logging.getLogger("aiforge.chat")
 
@@ -115,6 +118,9 @@ class ChatAgent(BaseModule):
             cost_tracker=self.cost_tracker,
             price_overrides=self.settings.PRICES or None,
         )
+        self._key_base = TurnKeyBase.of(
+            self._runtime, getattr(self.provider, "base_url", None), native_tools=self.native_tools
+        )
         self._graph = build_chat_graph()
         # route, then execute_tool + process_result per round: never let LangGraph's own step
         # limit (configurable by environment) end a turn before max_tool_iterations does.
@@ -167,7 +173,9 @@ class ChatAgent(BaseModule):
     async def achat(self, message: str, *, system_prompt: str | None = None, output: Any = None) -> ChatResponse:
         """Async version of ``chat``."""
         try:
-            return await self._turn(self._conversation, message, system_prompt, emit=None, output=output)
+            return await self._turn(
+                self._conversation, message, system_prompt, emit=None, output=output, cache=self.response_cache
+            )
         except ToolInterrupted as exc:
             raise exc.original from None
 
@@ -191,7 +199,9 @@ class ChatAgent(BaseModule):
         """The streamed turn as one object: ``async for delta in s``, then ``s.response``."""
         spec = output_spec(output)
         return TurnStream(
-            lambda emit: self._turn(self._conversation, message, system_prompt, emit=emit, output=spec)
+            lambda emit: self._turn(
+                self._conversation, message, system_prompt, emit=emit, output=spec, cache=self.response_cache
+            )
         )
 
     def achat_stream(
@@ -213,9 +223,16 @@ class ChatAgent(BaseModule):
         """Synchronous streaming: iterate the reply's chunks outside async code."""
         return super().run_stream(text, **kwargs)
 
-    async def _arun_batch_item(self, text: str, *, output: Any = None) -> ChatResponse:
+    supports_cache = True
+
+    def _request_context(self) -> tuple[str, list[Any]]:
+        return self.system_prompt, list(self._runtime.toolset.specs or ())
+
+    async def _arun_batch_item(
+        self, text: str, *, output: Any = None, cache: ResponseCache | None = None
+    ) -> ChatResponse:
         # Each batch item is a fresh conversation: no memory shared between items.
-        return await self._turn(Conversation(), text, None, emit=None, output=output, remember=False)
+        return await self._turn(Conversation(), text, None, emit=None, output=output, remember=False, cache=cache)
 
     def reset(self) -> None:
         """Clear the conversation (the system prompt stays) and start a new conversation id."""
@@ -256,6 +273,7 @@ class ChatAgent(BaseModule):
         *,
         output: Any = None,
         remember: bool = True,
+        cache: ResponseCache | None = None,
     ) -> ChatResponse:
         _check_message(message)
         spec = output_spec(output)
@@ -265,6 +283,10 @@ class ChatAgent(BaseModule):
             turn = Turn(self._runtime, conversation.id, emit, params=params)
             context = self._context(conversation, system_prompt)
             user: Message = {"role": "user", "content": message}
+            cached = None if cache is None else lookup(cache, self._key_base, [*context, user], spec)
+            if cached is not None and cached.outcome is not None:
+                turn.emit_text(cached.outcome.reply)
+                return await self._finish(conversation, user, cached.outcome, turn, started, remember)
             state: ChatAgentState = {
                 "messages": [*context, user],  # type: ignore[list-item]
                 "current_input": message,
@@ -281,11 +303,20 @@ class ChatAgent(BaseModule):
             # leaves the conversation exactly as it was before the turn.
             config = {"configurable": {"turn": turn}, "recursion_limit": self._steps}
             outcome = await run_turn(self._graph, state, config, spec, self.output_retries)  # type: ignore[arg-type]
-            if remember and self.memory_mode != "none":
-                history = [*conversation.history, user, *outcome.produced]
-                history = await self._apply_memory(conversation, history, turn, outcome.trace)
-                conversation.history = history
-            response = self._response(conversation, outcome, turn, started)
+            if cached is not None:
+                cached.store(outcome, turn.cost)
+            return await self._finish(conversation, user, outcome, turn, started, remember)
+
+    async def _finish(
+        self, conversation: Conversation, user: Message, outcome: TurnOutcome, turn: Turn, started: float,
+        remember: bool,
+    ) -> ChatResponse:
+        """Commit the turn to history (and memory) and make its response; the conversation lock is held."""
+        if remember and self.memory_mode != "none":
+            history = [*conversation.history, user, *outcome.produced]
+            history = await self._apply_memory(conversation, history, turn, outcome.trace)
+            conversation.history = history
+        response = self._response(conversation, outcome, turn, started)
         self.last_response = response
         return response
 
@@ -349,4 +380,5 @@ class ChatAgent(BaseModule):
             stopped_by_limit=any(r.get("stopped_by_limit") for r in trace),
             truncated=final_call_truncated(trace),
             trace=trace,
+            **cache_marks(trace),
         )

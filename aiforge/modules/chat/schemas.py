@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 if TYPE_CHECKING:
     import pandas as pd
 
+    from aiforge.core.output import OutputSpec
+
 TRACE_COLUMNS = [
     "step", "node", "name", "model", "input", "output", "error",
     "input_tokens", "output_tokens", "cost", "latency_ms",
@@ -19,7 +21,7 @@ TRACE_COLUMNS = [
 
 BATCH_COLUMNS = [
     "input", "message", "model", "input_tokens", "output_tokens", "cost",
-    "latency_ms", "iterations", "tool_calls", "error", "trace_id", "truncated",
+    "latency_ms", "iterations", "tool_calls", "error", "trace_id", "cached", "truncated",
 ]
 """The columns of ``BatchResult.to_dataframe`` for a batch of chat turns."""
 
@@ -102,6 +104,10 @@ class ChatResponse(BaseModel):
     """False when a model of this turn is missing from the price table (cost undercounted)."""
     stopped_by_limit: bool = False
     """True when the turn hit ``max_tool_iterations`` before a final answer."""
+    cached: bool = False
+    """True when the reply came from the response cache: no request was made and ``cost`` is 0."""
+    cached_cost: float | None = None
+    """For a cached reply, what it cost (USD) when it was made; None for a reply made now."""
     truncated: bool = False
     """True when the turn's final model call stopped at its token limit or repeated itself (the reply is cut)."""
     trace: list[dict[str, Any]] = Field(default_factory=list, repr=False)
@@ -123,6 +129,7 @@ class ChatResponse(BaseModel):
             "tool_calls": len(self.tool_calls),
             "error": None,
             "trace_id": self.trace_id,
+            "cached": self.cached,
             "truncated": self.truncated,
         }
 
@@ -140,8 +147,21 @@ class ChatResponse(BaseModel):
             "tool_calls": 0,
             "error": error,
             "trace_id": None,
+            "cached": False,
             "truncated": False,
         }
+
+    def to_payload(self) -> dict[str, Any]:
+        """This response as JSON for a batch checkpoint; ``output`` is rebuilt from ``message`` when read."""
+        import pydantic_core
+
+        return pydantic_core.to_jsonable_python(self, exclude={"output"}, fallback=str)
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any], output: OutputSpec | None) -> ChatResponse:
+        """The response ``to_payload`` wrote; its ``output`` validated from the JSON text in ``message``."""
+        value = None if output is None else output.validate(payload["message"])
+        return cls.model_validate({**payload, "output": value})
 
     def trace_dataframe(self) -> pd.DataFrame:
         """The trace as a DataFrame, one row per step."""
@@ -162,6 +182,8 @@ class ChatResponse(BaseModel):
             from aiforge.core.render import truncation_note
 
             parts.append(truncation_note(self))
+        if self.cached:
+            parts.append(f"cached (was ${self.cached_cost or 0.0:.5f})")
         return " · ".join(parts)
 
     def _output_json(self) -> str:

@@ -1,0 +1,125 @@
+"""A batch's cost before anything is spent: tokens counted from the prompts, priced from the price table.
+
+Input tokens: the system prompt, the tool specs and output schema as JSON, and the item's prompt, counted with
+tiktoken for OpenAI models when it is installed and its encoding is available, otherwise approximated as
+``APPROX_CHARS_PER_TOKEN`` characters per token (close for English prose; code and other scripts run higher),
+plus ``MESSAGE_OVERHEAD_TOKENS`` per message. Output tokens cannot be counted before the replies exist: each
+item is assumed to produce ``MAX_TOKENS`` when that setting is set, else ``DEFAULT_OUTPUT_TOKENS``.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiforge.core.pricing import lookup_price
+from aiforge.core.types import Usage
+
+APPROX_CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Role and separators of one message (OpenAI's chat format costs 3-4 tokens per message)."""
+DEFAULT_OUTPUT_TOKENS = 256
+"""Assumed reply length per item when ``MAX_TOKENS`` is not set: a paragraph or a small JSON object."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchEstimate:
+    """What a batch would cost: ``run_batch(..., estimate=True)`` or ``agent.estimate_batch(...)``."""
+
+    items: int
+    to_run: int
+    """Items that would make a request (not cached, no missing value, not already finished)."""
+    input_tokens: int
+    output_tokens: int
+    """``to_run`` x the assumed reply length (``output_tokens_each``)."""
+    output_tokens_each: int
+    cost: float | None
+    """USD, or None when the model has no price (a free provider's cost is 0)."""
+    model: str
+    counting: str
+    """How input tokens were counted: ``tiktoken (<encoding>)`` or ``~4 characters per token``."""
+    finished: int = 0
+    """Items a checkpoint or an interrupted run already holds."""
+
+    def _summary(self) -> str:
+        cost = "unknown (model not in the price table)" if self.cost is None else f"${self.cost:.4f}"
+        return (
+            f"{self.to_run}/{self.items} items to run" + (f" ({self.finished} already done)" if self.finished else "")
+            + f" · ~{self.input_tokens} input + ~{self.output_tokens} output tokens · ~{cost} on {self.model}"
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"BatchEstimate({self._summary()}; input counted by {self.counting}, "
+            f"{self.output_tokens_each} output tokens per item assumed)"
+        )
+
+    def _repr_html_(self) -> str:
+        return (
+            f"<div><b>Batch estimate</b> · {html.escape(self._summary())}<br><small>input tokens counted by "
+            f"{html.escape(self.counting)}; {self.output_tokens_each} output tokens per item assumed "
+            f"(MAX_TOKENS, or {DEFAULT_OUTPUT_TOKENS})</small></div>"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ItemPricer:
+    """Counts and prices one item's request; built once per batch."""
+
+    model: str
+    fixed_tokens: int
+    """System prompt, tools, output schema and message overheads: the same for every item."""
+    output_tokens: int
+    count: Callable[[str], int]
+    counting: str
+    price: Any  # core.pricing.ModelPrice | None
+    free: bool
+
+    def input_tokens(self, text: str) -> int:
+        return self.fixed_tokens + self.count(text)
+
+    def cost(self, text: str) -> float | None:
+        """The estimated USD of ``text``'s request, 0 for a free provider, None when unpriced."""
+        if self.free:
+            return 0.0
+        if self.price is None:
+            return None
+        return self.price.cost_of(Usage(self.input_tokens(text), self.output_tokens))
+
+
+def item_pricer(
+    *, model: str, system_prompt: str, extras: Sequence[Any], max_tokens: int | None, free: bool,
+    prices: dict[str, dict[str, float]] | None,
+) -> ItemPricer:
+    """The pricer of a batch on ``model``: ``extras`` are the tool specs and output schema sent with each item."""
+    count, counting = _counter(model)
+    extra = json.dumps(list(extras), separators=(",", ":")) if extras else ""
+    fixed = count(system_prompt) + count(extra) + 2 * MESSAGE_OVERHEAD_TOKENS
+    price = None if free else lookup_price(model, prices or None)
+    return ItemPricer(model, fixed, max_tokens or DEFAULT_OUTPUT_TOKENS, count, counting, price, free)
+
+
+def _counter(model: str) -> tuple[Callable[[str], int], str]:
+    encoding = _tiktoken_encoding(model)
+    if encoding is None:
+        return _approximate, f"~{APPROX_CHARS_PER_TOKEN} characters per token"
+    return (lambda text: len(encoding.encode(text, disallowed_special=()))), f"tiktoken ({encoding.name})"
+
+
+def _approximate(text: str) -> int:
+    return -(-len(text) // APPROX_CHARS_PER_TOKEN)
+
+
+@functools.cache
+def _tiktoken_encoding(model: str) -> Any:
+    """tiktoken's encoding of an OpenAI ``model``; None when tiktoken, the model or the encoding file is missing."""
+    try:
+        import tiktoken
+
+        return tiktoken.get_encoding(tiktoken.encoding_name_for_model(model))
+    except Exception:  # noqa: BLE001 - not installed, not an OpenAI model, or no network to fetch the file
+        return None

@@ -1,0 +1,173 @@
+"""What ``run_batch`` returns: ``BatchResult`` (successes in input order, failures, skipped items) and its rows.
+
+Its DataFrame rows come from the results themselves (``BatchItem``), so this module knows no module's
+result type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aiforge.core.output import OutputSpec
+from aiforge.core.types import AIForgeError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class BatchItem(Protocol):
+    """What a module's ``arun`` returns: a result ``BatchResult`` can total and show as a row."""
+
+    cost: float
+    input_tokens: int
+    output_tokens: int
+    output: Any
+    """The validated structured output; read only for batches run with ``output=``."""
+
+    def to_row(self) -> dict[str, Any]:
+        """This result's row of ``BatchResult.to_dataframe``: every column but ``input``."""
+        ...
+
+    @classmethod
+    def failed_row(cls, error: str) -> dict[str, Any]:
+        """The row of an item that failed with ``error``; its keys are the columns, in order."""
+        ...
+
+    def to_payload(self) -> dict[str, Any]:
+        """This result as JSON for a batch checkpoint (needed only by ``run_batch(checkpoint=...)``)."""
+        ...
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any], output: OutputSpec | None) -> Any:
+        """The result ``to_payload`` wrote, its output validated again as ``output``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class BatchFailure:
+    """An item of a batch that failed: its position, its input and the error.
+
+    A row with a missing value fails with a ``MissingValueError`` and was never sent.
+    """
+
+    index: int
+    input: str
+    error: BaseException
+
+    def __repr__(self) -> str:
+        error = f"{type(self.error).__name__}: {self.error}"
+        return f"BatchFailure(index={self.index}, input={self.input[:40]!r}, error={error})"
+
+
+class MissingValueError(ValueError):
+    """A batch row whose item or template field is None, NaN or ``pd.NA``: it fails without a call."""
+
+
+class BudgetExceededError(AIForgeError):
+    """An item ``run_batch(max_cost=...)`` did not start: running it could have passed the budget."""
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """Results of ``run_batch``: successes in input order, failures with their position.
+
+    ``to_dataframe()`` is on the input's index; with ``output=`` it has one typed column per output field.
+    """
+
+    item_type: type[BatchItem]
+    """The type of ``results``, which lays out the DataFrame rows."""
+    results: list[Any] = field(default_factory=list)
+    failed: list[BatchFailure] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    indices: list[int] = field(default_factory=list)
+    """Input position of each entry of ``results``."""
+    wall_time_s: float = 0.0
+    index: Any = None
+    """The pandas index of a Series or DataFrame input (``None``: a list, rows by position)."""
+    output: OutputSpec | None = None
+    """The ``output=`` type of the batch, whose fields become columns."""
+
+    @property
+    def total_cost(self) -> float:
+        return sum(r.cost for r in self.results)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(r.input_tokens + r.output_tokens for r in self.results)
+
+    @property
+    def skipped(self) -> list[BatchFailure]:
+        """The items a ``max_cost`` budget did not start (also in ``failed``); a rerun runs them."""
+        return [f for f in self.failed if isinstance(f.error, BudgetExceededError)]
+
+    @property
+    def cached(self) -> int:
+        """How many results came from the response cache (no request, cost 0)."""
+        return sum(bool(getattr(r, "cached", False)) for r in self.results)
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per input on the input's index; failed items carry their error.
+
+        With ``output=``, the output's fields follow ``input`` as typed columns (null for a failed row,
+        see ``core.columns``); a batch column whose name a field takes is renamed ``batch_<name>``.
+        """
+        import pandas as pd
+
+        from aiforge.core.columns import output_columns
+
+        rows: list[dict[str, Any] | None] = [None] * len(self.inputs)
+        values: list[Any] = [None] * len(self.inputs)
+        for index, result in zip(self.indices, self.results, strict=True):
+            rows[index] = {"input": self.inputs[index], **result.to_row()}
+            values[index] = result.output if self.output is not None else None
+        for failure in self.failed:
+            error = f"{type(failure.error).__name__}: {failure.error}"
+            rows[failure.index] = {"input": failure.input, **self.item_type.failed_row(error)}
+        frame = pd.DataFrame(rows, columns=["input", *self.item_type.failed_row("")], index=self.index)
+        if self.output is None:
+            return frame
+        typed = output_columns(values, self.output, frame.index)
+        frame = frame.rename(columns={name: f"batch_{name}" for name in frame.columns if name in typed.columns})
+        for position, name in enumerate(typed.columns, start=1):
+            frame.insert(position, name, typed[name].array)  # by position: an index may repeat labels
+        return frame
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> BatchResult:
+        # A finished batch is a record, shared rather than copied: pandas deep-copies ``attrs`` (where the
+        # accessor keeps it) on every operation on the frame.
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"BatchResult(items={len(self.inputs)}, ok={len(self.results)}, failed={len(self.failed)}, "
+            f"total_cost={self.total_cost:.6f}, total_tokens={self.total_tokens})"
+        )
+
+    def _summary(self) -> str:
+        skipped, cached = len(self.skipped), self.cached
+        return (
+            f"{len(self.results)}/{len(self.inputs)} ok"
+            + (f" ({cached} cached)" if cached else "")
+            + f" · {len(self.failed) - skipped} failed"
+            + (f" · {skipped} skipped (budget)" if skipped else "")
+            + f" · {self.total_tokens} tokens · ${self.total_cost:.5f} · {self.wall_time_s:.1f} s"
+        )
+
+    def _repr_markdown_(self) -> str:
+        return f"**Batch** · {self._summary()}"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        failures = "".join(
+            f"<li>#{f.index}: {html.escape(type(f.error).__name__)}: {html.escape(str(f.error)[:200])}</li>"
+            for f in self.failed[:10]
+        )
+        more = f"<li>… {len(self.failed) - 10} more</li>" if len(self.failed) > 10 else ""
+        return f"<div><b>Batch</b> · {html.escape(self._summary())}" + (
+            f"<ul>{failures}{more}</ul></div>" if failures else "</div>"
+        )

@@ -1,0 +1,156 @@
+"""Running a batch's items: a fixed pool of workers, resumption, a checkpoint written as items land, a budget.
+
+Resumption. A batch is identified by its ``BatchFingerprint``: the ordered fingerprints of its prompts and
+the fingerprint of the settings its replies depend on. Items finished by an earlier run of the same batch are
+taken from the checkpoint file (``checkpoint=``) and, after an interrupt in this process, from the module's
+memory; only the others run. Failed items are recorded in the checkpoint with their error but are run again
+on a rerun: a failure is usually transient (a timeout, a 429), and the user reruns to get those rows. Items a
+budget skipped, and rows with a missing value, are never recorded.
+
+Budget. With ``max_cost``, an item starts only if the cost spent so far, plus an estimate for every item in
+flight and for itself, stays within the budget; the estimate is the mean cost of the items finished so far, or
+before any has finished the dry-run estimate (``estimate.py``). Once an item does not fit, no further item
+starts and the rest are skipped (``BudgetExceededError``). The overshoot is at most what the items in flight
+cost beyond their estimate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiforge.modules.batch.estimate import ItemPricer
+from aiforge.modules.batch.results import BudgetExceededError
+from aiforge.store import Checkpoint
+
+KEPT_BATCHES = 4
+"""Interrupted batches whose finished items a module keeps in memory (the oldest is dropped first)."""
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """Ctrl-C during ``run_batch``: the finished items are kept; the same call again runs only the rest."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"KeyboardInterrupt: {self}"]
+
+
+@dataclass(slots=True)
+class KeptBatch:
+    """The finished items of an interrupted batch, by index."""
+
+    results: dict[int, Any]
+    total: int
+
+
+def kept_batches(module: Any) -> OrderedDict[str, KeptBatch]:
+    """The module's interrupted batches by batch key (made on first use)."""
+    kept = module.__dict__.get("_kept_batches")
+    if kept is None:
+        kept = module.__dict__["_kept_batches"] = OrderedDict()
+    return kept
+
+
+@dataclass(slots=True)
+class BatchRun:
+    """One run of a batch: what is already done, and the loop that runs the rest."""
+
+    inputs: list[str]
+    run_item: Callable[[str], Any]
+    """``text -> awaitable result`` of one item."""
+    done: dict[int, Any]
+    errors: dict[int, BaseException]
+    checkpoint: Checkpoint | None = None
+    to_payload: Callable[[Any], dict[str, Any]] | None = None
+    max_cost: float | None = None
+    pricer: ItemPricer | None = None
+    progress: Any = None
+    spent: float = 0.0
+    in_flight: dict[int, float] = field(default_factory=dict)
+    """The cost estimate of each item in flight."""
+    paid: list[float] = field(default_factory=list)
+    """The cost of each item finished by a request (cache hits excluded), for the in-flight estimate."""
+    over_budget: bool = False
+
+    async def run(self, concurrency: int) -> float:
+        """Run every item not done or failed already; return the wall time in seconds."""
+        pending = iter([i for i in range(len(self.inputs)) if i not in self.done and i not in self.errors])
+        started = time.perf_counter()
+
+        async def worker() -> None:
+            # A fixed pool of workers pulling the next index bounds concurrency exactly and
+            # keeps 1 000 items from becoming 1 000 waiting tasks.
+            for index in pending:
+                if not self._fits(index):
+                    continue
+                try:
+                    result = await self.run_item(self.inputs[index])
+                except Exception as exc:  # noqa: BLE001 - one item's failure must not lose the others
+                    self.errors[index] = exc
+                    self._landed(index, None, exc)
+                else:
+                    self.done[index] = result
+                    self._landed(index, result, None)
+
+        todo = len(self.inputs) - len(self.done) - len(self.errors)
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, todo))))
+        return time.perf_counter() - started
+
+    def _fits(self, index: int) -> bool:
+        """Whether item ``index`` may start under the budget; records it as skipped when not."""
+        if self.max_cost is None:
+            return True
+        estimate = self._estimate(index)
+        if not self.over_budget and self.spent + sum(self.in_flight.values()) + estimate <= self.max_cost:
+            self.in_flight[index] = estimate
+            return True
+        self.over_budget = True
+        self.errors[index] = BudgetExceededError(
+            f"skipped: max_cost=${self.max_cost:g} would be passed (${self.spent:.4f} spent, "
+            f"{len(self.in_flight)} items in flight); run again with a larger max_cost to run it"
+        )
+        if self.progress is not None:
+            self.progress.update(1)
+        return False
+
+    def _estimate(self, index: int) -> float:
+        if self.paid:
+            return sum(self.paid) / len(self.paid)
+        cost = None if self.pricer is None else self.pricer.cost(self.inputs[index])
+        return cost or 0.0
+
+    def _landed(self, index: int, result: Any, error: BaseException | None) -> None:
+        self.in_flight.pop(index, None)
+        if result is not None:
+            self.spent += result.cost
+            if not getattr(result, "cached", False):
+                self.paid.append(result.cost)
+        if self.checkpoint is not None and self.to_payload is not None:
+            if error is None:
+                self.checkpoint.record(index, payload=self.to_payload(result))
+            else:
+                self.checkpoint.record(index, error=f"{type(error).__name__}: {error}")
+        if self.progress is not None:
+            self.progress.update(1)
+
+
+def interrupted_note(kept: KeptBatch) -> str:
+    """The one line an interrupted ``run_batch`` ends with."""
+    finished = len(kept.results)
+    return (
+        f"run_batch interrupted: {finished} of {kept.total} items finished and are kept; run the same call "
+        f"again to run only the other {kept.total - finished}."
+    )
+
+
+def keep(module: Any, key: str, results: dict[int, Any], total: int) -> KeptBatch:
+    """Keep an interrupted batch's finished items on ``module`` for the next run of the same batch."""
+    kept = kept_batches(module)
+    kept.pop(key, None)
+    kept[key] = entry = KeptBatch(dict(results), total)
+    while len(kept) > KEPT_BATCHES:
+        kept.popitem(last=False)
+    return entry

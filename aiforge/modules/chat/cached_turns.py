@@ -1,0 +1,143 @@
+"""The response cache at turn level: a turn whose whole context was answered before is served from the store.
+
+The key is ``store.reply_fingerprint`` of the provider name, its endpoint (public URL), the model, the
+generation parameters and tool protocol, the turn's full context (system prompt, summary, history, the user
+message), the tool specs and the output schema. Tool-call ids in the history are random, so they are
+numbered in order before hashing: the same conversation gives the same key in every process.
+
+Only complete, successful turns are stored: an error stores nothing (it raises), and neither a turn stopped
+by ``max_tool_iterations``, nor a reply cut by a token limit, nor a refusal is stored. Turns that ran a tool
+are never stored: a tool's result may change between runs (``current_time``, a database, a web page), so
+replaying it would answer from stale data; such turns run every time. A hit makes no request, costs 0, and
+its ``ChatResponse`` says ``cached=True`` with the original cost in ``cached_cost``; nothing reaches the
+cost tracker. The trace holds one ``cache`` record with the original tokens and cost.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aiforge.core.output import OutputSpec
+from aiforge.core.types import Message
+from aiforge.modules.chat.structured import TurnOutcome
+from aiforge.store import ResponseCache, reply_fingerprint
+
+if TYPE_CHECKING:
+    from aiforge.modules.chat.runtime import AgentRuntime
+
+CACHE_STEP = "cache"
+_CUT = frozenset({"length", "max_tokens"})
+
+
+@dataclass(frozen=True, slots=True)
+class TurnKeyBase:
+    """What every turn of one agent puts into its cache key besides the messages and the output schema."""
+
+    provider: str
+    endpoint: str | None
+    model: str
+    params: dict[str, Any]
+    tools: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, runtime: AgentRuntime, endpoint: str | None, *, native_tools: bool) -> TurnKeyBase:
+        params = runtime.params
+        return cls(
+            runtime.provider_name,
+            endpoint,
+            params.model,
+            {
+                "temperature": params.temperature,
+                "max_tokens": params.max_tokens,
+                "tool_protocol": "native" if native_tools else "prompted",
+            },
+            [dict(spec) for spec in runtime.toolset.specs or ()],
+        )
+
+
+@dataclass(slots=True)
+class CachedTurn:
+    """One turn's cache key and, on a hit, the stored reply as the outcome of the turn."""
+
+    cache: ResponseCache
+    key: str
+    outcome: TurnOutcome | None
+
+    def store(self, outcome: TurnOutcome, cost: float) -> None:
+        """Store ``outcome`` if it is a complete, successful reply that ran no tool (see the module doc)."""
+        trace = outcome.trace
+        if outcome.tool_results or any(
+            r.get("stopped_by_limit") or r.get("refusal") is not None or r.get("finish_reason") in _CUT
+            or r.get("truncated")
+            for r in trace
+        ):
+            return
+        payload = {
+            "reply": outcome.reply,
+            "model": outcome.model,
+            "input_tokens": outcome.input_tokens,
+            "output_tokens": outcome.output_tokens,
+        }
+        self.cache.put(self.key, payload, cost=cost)
+
+
+def lookup(
+    cache: ResponseCache, base: TurnKeyBase, messages: list[Message], spec: OutputSpec | None
+) -> CachedTurn:
+    """The cache entry of a turn sending ``messages``; ``.outcome`` is set on a hit."""
+    started = time.perf_counter()
+    key = reply_fingerprint(
+        provider=base.provider,
+        endpoint=base.endpoint,
+        model=base.model,
+        params=base.params,
+        messages=_numbered_tool_ids(messages),
+        tools=base.tools,
+        output_schema=None if spec is None else spec.wire_schema,
+    )
+    entry = cache.entry(key)
+    if entry is None:
+        return CachedTurn(cache, key, None)
+    payload, cost = entry
+    reply = payload["reply"]
+    outcome = TurnOutcome(
+        produced=[{"role": "assistant", "content": reply}],
+        reply=reply,
+        output=None if spec is None else spec.validate(reply),
+        model=payload["model"],
+        trace=[
+            {
+                "step": CACHE_STEP, "node": CACHE_STEP, "name": "hit", "model": payload["model"],
+                "input_tokens": payload["input_tokens"], "output_tokens": payload["output_tokens"],
+                "cost": 0.0, "cached_cost": cost, "latency_ms": (time.perf_counter() - started) * 1000.0,
+            }
+        ],
+    )
+    return CachedTurn(cache, key, outcome)
+
+
+def cache_marks(trace: list[dict[str, Any]]) -> dict[str, Any]:
+    """``ChatResponse`` fields of a turn served from the cache (none for a turn that ran)."""
+    if trace and trace[0]["step"] == CACHE_STEP:
+        return {"cached": True, "cached_cost": trace[0]["cached_cost"]}
+    return {}
+
+
+def _numbered_tool_ids(messages: list[Message]) -> list[Message]:
+    """``messages`` with tool-call ids replaced by their order of appearance (ids are random per call)."""
+    if not any("tool_calls" in m or "tool_call_id" in m for m in messages):
+        return messages
+    ids: dict[str, str] = {}
+    numbered: list[Message] = []
+    for message in messages:
+        message = dict(message)  # type: ignore[assignment]
+        if message.get("tool_calls"):
+            message["tool_calls"] = [
+                {**call, "id": ids.setdefault(call["id"], f"call_{len(ids)}")} for call in message["tool_calls"]
+            ]
+        if "tool_call_id" in message:
+            message["tool_call_id"] = ids.setdefault(message["tool_call_id"], f"call_{len(ids)}")
+        numbered.append(message)
+    return numbered
