@@ -81,6 +81,10 @@ class AIForgeSettings(BaseSettings):
     """Retries after the first attempt for 408/409/429/5xx and connection errors."""
     RETRY_MAX_WAIT: float = Field(default=30.0, ge=0)
     """Longest wait aiforge honours from ``Retry-After``; a longer hint fails at once."""
+    RPM: int | None = Field(default=None, ge=1)
+    """Requests per minute to stay under, shared by every agent on the same endpoint and key."""
+    TPM: int | None = Field(default=None, ge=1)
+    """Tokens per minute (prompt characters / 4 + max_tokens, corrected by usage) to stay under."""
     MODEL_ROUTER_ENABLED: bool = True
     DEFAULT_QUALITY: Quality | None = None
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol, Ty
 from aiforge.core.retry import RetryPolicy, call_with_retries, iterate_with_retries
 from aiforge.core.types import CallParams, Completion, ConfigError, Message, ToolSpec
 from aiforge.providers.base import Provider, StreamEvent
+from aiforge.providers.pacing import pacer_for
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors, leaks_secret, map_sdk_error, redactable
 
 if TYPE_CHECKING:
@@ -82,6 +83,8 @@ class Endpoint:
             settings.TIMEOUT,
             settings.MAX_RETRIES,
             settings.RETRY_MAX_WAIT,
+            settings.RPM,
+            settings.TPM,
         )
 
 
@@ -168,7 +171,9 @@ class SDKProvider(Provider, Generic[C]):
         self.timeout = settings.TIMEOUT
         self.retry_policy = RetryPolicy.from_settings(settings)
         self._secrets = redactable(self._api_key, *settings.secrets())
-        self._clients: ClientPerLoop[C] = ClientPerLoop(self._new_client)
+        self._clients: ClientPerLoop[C] = ClientPerLoop(self._new_paced_client)
+        self._pacer = pacer_for(self.name, self.base_url, key_fingerprint(self._api_key))
+        self._pacer.configure(settings.RPM, settings.TPM)
 
     @classmethod
     def connection_key(cls, settings: Any) -> tuple[Any, ...]:
@@ -180,6 +185,23 @@ class SDKProvider(Provider, Generic[C]):
 
     async def aclose(self) -> None:
         await self._clients.aclose()
+
+    def _new_paced_client(self) -> C:
+        """A new client whose every HTTP answer (429s and stream openings too) reaches the pacer.
+
+        An httpx response hook sees the status and headers before the SDK reads the body, on the
+        plain path as cheaply as a few header lookups; ``with_raw_response`` would wrap each call.
+        """
+        client = self._new_client()
+        hooks = getattr(getattr(client, "_client", None), "event_hooks", None)
+        if hooks is not None:
+            pacer = self._pacer
+
+            async def observe(response: Any) -> None:
+                pacer.observe(response.status_code, response.headers)
+
+            hooks["response"].append(observe)
+        return client
 
     # --- what a vendor module implements ------------------------------------------------------
 
@@ -222,11 +244,16 @@ class SDKProvider(Provider, Generic[C]):
         request = self._request(messages, tools, params)
         caught = self._sdk_errors().caught
 
+        pacer = self._pacer
+
         async def attempt() -> Completion:
+            reserved = await pacer.acquire(messages, params.max_tokens)
             try:
-                return await self._call(request, params)
+                completion = await self._call(request, params)
             except caught as exc:
                 self._fail(exc)
+            pacer.settle(reserved, completion.usage.input_tokens + completion.usage.output_tokens)
+            return completion
 
         return await call_with_retries(attempt, policy=self.retry_policy)
 
@@ -234,13 +261,16 @@ class SDKProvider(Provider, Generic[C]):
         self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
     ) -> AsyncIterator[StreamEvent]:
         request = self._stream_request(messages, tools, params)
-        events = iterate_with_retries(lambda: self._stream_once(request, params), policy=self.retry_policy)
+        events = iterate_with_retries(lambda: self._stream_once(messages, request, params), policy=self.retry_policy)
         async with aclosing(events):  # a consumer that stops early must still release the connection
             async for event in events:
                 yield event
 
-    async def _stream_once(self, request: dict[str, Any], params: CallParams) -> AsyncIterator[StreamEvent]:
+    async def _stream_once(
+        self, messages: list[Message], request: dict[str, Any], params: CallParams
+    ) -> AsyncIterator[StreamEvent]:
         caught = self._sdk_errors().caught
+        reserved = await self._pacer.acquire(messages, params.max_tokens)
         try:
             stream = await self._open_stream(request)
         except caught as exc:
@@ -255,7 +285,9 @@ class SDKProvider(Provider, Generic[C]):
             self._fail(exc, partial_text=state.text)
         finally:
             await stream.close()
-        yield state.completion()
+        completion = state.completion()
+        self._pacer.settle(reserved, completion.usage.input_tokens + completion.usage.output_tokens)
+        yield completion
 
     def _fail(self, exc: BaseException, partial_text: str = "") -> NoReturn:
         error = map_sdk_error(

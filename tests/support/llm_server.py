@@ -37,8 +37,11 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.support.batch_api import BatchAPI
 
 __all__ = [
     "LLMServer",
@@ -763,11 +766,17 @@ class _Handler(BaseHTTPRequestHandler):
     # ---- request entry point
 
     def do_GET(self):
+        path = self.path.split("?", 1)[0]
+        if self.server.llm.batches.handles(path):
+            return self.server.llm.batches.serve(self, "GET", path, b"")
         self._send(self._head(404, {"Content-Length": "0"}))
 
     def do_POST(self):
         llm = self.server.llm
         path = self.path.split("?", 1)[0]
+        if llm.batches.handles(path):  # the Batch APIs: tests/support/batch_api.py
+            length = int(self.headers.get("Content-Length") or 0)
+            return llm.batches.serve(self, "POST", path, self.rfile.read(length) if length else b"")
         if path.endswith("/chat/completions"):
             protocol = "openai"
         elif path.endswith("/messages") or path.endswith("/messages/count_tokens"):
@@ -822,7 +831,12 @@ class _Handler(BaseHTTPRequestHandler):
                 (_validate_openai if protocol == "openai" else _validate_anthropic)(req.body)
             except _Invalid as exc:
                 return self._error(req, 400, str(exc), {}, param=exc.param)
+        limited = llm._rate_limit(req)
+        if limited is not None:
+            return self._error(req, 429, limited[0], limited[1], code="rate_limit_exceeded")
         item = llm._next_item(req)
+        if llm.rate_headers:
+            item = replace(item, headers={**llm.rate_headers_for(req), **item.headers})
         req.response = item
         latency = llm.latency() if callable(llm.latency) else llm.latency
         if not self._wait((latency or 0) + item.delay):
@@ -1110,6 +1124,12 @@ class LLMServer:
       json_schema_supported: False = behave as a gateway that answers 400 to any json_schema response_format
       default:     callable(RecordedRequest) -> Reply | Fault | None, used when the queue is empty
       record:      keep RecordedRequest objects in ``requests`` (disable for very long benchmarks)
+      rpm / tpm:   enforce requests / tokens per ``rate_window`` seconds per API key (token buckets that
+                   start full and refill continuously): over the limit is a 429 with Retry-After (and
+                   retry-after-ms); None = no limit. ``rate_limited`` counts those 429s.
+      rate_window: the limits' "minute" in seconds (tests shrink it)
+      rate_headers: send the protocol's rate-limit headers (limit/remaining/reset) on every answer
+                   while a limit is set
     """
 
     def __init__(
@@ -1122,6 +1142,10 @@ class LLMServer:
         json_schema_supported: bool = True,
         default: Callable[[RecordedRequest], Any] | None = None,
         record: bool = True,
+        rpm: int | None = None,
+        tpm: int | None = None,
+        rate_window: float = 60.0,
+        rate_headers: bool = True,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -1132,6 +1156,12 @@ class LLMServer:
         self.json_schema_supported = json_schema_supported
         self.default = default
         self.record = record
+        self.rpm = rpm
+        self.tpm = tpm
+        self.rate_window = rate_window
+        self.rate_headers = rate_headers
+        self.rate_limited = 0
+        self._buckets: dict = {}  # (api key, "requests"|"tokens") -> [level, stamp]
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._queue: deque = deque()
@@ -1143,6 +1173,7 @@ class LLMServer:
         self._stopping = threading.Event()
         self._httpd = _HTTPServer((host, port), _Handler)
         self._httpd.llm = self
+        self.batches = BatchAPI(self)
         self.host, self.port = self._httpd.server_address[:2]
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"LLMServer:{self.port}", daemon=True
@@ -1185,6 +1216,8 @@ class LLMServer:
             self._requests.clear()
             self._total = 0
             self._max_in_flight = self._in_flight
+            self.rate_limited = 0
+            self._buckets.clear()
 
     # ---- observation
 
@@ -1256,12 +1289,97 @@ class LLMServer:
         with self._lock:
             self._in_flight -= 1
 
+    def _rate_limit(self, req: RecordedRequest) -> tuple | None:
+        return _rate_limit(self, req)
+
+    def rate_headers_for(self, req: RecordedRequest) -> dict:
+        """The rate-limit headers an answer to ``req`` carries now (empty without a limit)."""
+        return _rate_headers(self, req)
+
     def _next_item(self, req: RecordedRequest) -> Reply | Fault:
         with self._lock:
             if self._queue:
                 return self._queue.popleft()
         item = self.default(req) if self.default is not None else None
         return item if item is not None else Reply(text=f"echo: {req.last_user_text}")
+
+
+# --------------------------------------------------------------------------- rate limits
+
+
+def _api_key(req: RecordedRequest) -> str:
+    auth = req.headers.get("authorization", "")
+    return req.headers.get("x-api-key") or auth.removeprefix("Bearer ")
+
+
+def _request_tokens(body: dict) -> int:
+    """What a request counts against TPM when it arrives, as the real APIs do: prompt + max output."""
+    limit = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+    return estimate_input_tokens(body) + int(limit)
+
+
+def _reset_duration(seconds: float) -> str:
+    """OpenAI's reset format: "1s", "6m0s", "20ms"."""
+    if seconds < 1:
+        return f"{max(0, int(seconds * 1000))}ms"
+    minutes, rest = divmod(seconds, 60)
+    return f"{int(minutes)}m{rest:.3g}s" if minutes else f"{rest:.3g}s"
+
+
+def _limits_of(llm: LLMServer) -> list:
+    return [(kind, limit) for kind, limit in (("requests", llm.rpm), ("tokens", llm.tpm)) if limit]
+
+
+def _rate_limit(llm: LLMServer, req: RecordedRequest) -> tuple | None:
+    """Take this request from its key's buckets; (message, headers) of a 429 when one is short."""
+    limits = _limits_of(llm)
+    if not limits:
+        return None
+    costs = {"requests": 1, "tokens": _request_tokens(req.body)}
+    key = _api_key(req)
+    now = time.monotonic()
+    with llm._lock:
+        levels = {}
+        for kind, limit in limits:
+            bucket = llm._buckets.setdefault((key, kind), [float(limit), now])
+            bucket[0] = min(float(limit), bucket[0] + (now - bucket[1]) * limit / llm.rate_window)
+            bucket[1] = now
+            levels[kind] = bucket
+        short = [(kind, limit) for kind, limit in limits if levels[kind][0] < costs[kind]]
+        if not short:
+            for kind, _ in limits:
+                levels[kind][0] -= costs[kind]
+            return None
+        llm.rate_limited += 1
+        kind, limit = short[0]
+        wait = (costs[kind] - levels[kind][0]) * llm.rate_window / limit
+    headers = llm.rate_headers_for(req) if llm.rate_headers else {}
+    headers.update({"retry-after-ms": str(max(1, int(wait * 1000))), "Retry-After": str(max(1, int(wait + 0.999)))})
+    per = "minute" if llm.rate_window == 60 else f"{llm.rate_window:g} s"
+    return f"Rate limit reached for {kind} per {per}: Limit {limit}. Please try again later.", headers
+
+
+def _rate_headers(llm: LLMServer, req: RecordedRequest) -> dict:
+    """The protocol's limit / remaining / reset headers for the caller's key, as of now."""
+    key = _api_key(req)
+    now = time.monotonic()
+    headers = {}
+    for kind, limit in _limits_of(llm):
+        with llm._lock:
+            level, stamp = llm._buckets.get((key, kind), (float(limit), now))
+        level = min(float(limit), level + (now - stamp) * limit / llm.rate_window)
+        reset = (limit - level) * llm.rate_window / limit
+        remaining = max(0, int(level))
+        if req.protocol == "anthropic":
+            at = datetime.fromtimestamp(time.time() + reset, UTC).isoformat(timespec="milliseconds")
+            headers[f"anthropic-ratelimit-{kind}-limit"] = str(limit)
+            headers[f"anthropic-ratelimit-{kind}-remaining"] = str(remaining)
+            headers[f"anthropic-ratelimit-{kind}-reset"] = at.replace("+00:00", "Z")
+        else:
+            headers[f"x-ratelimit-limit-{kind}"] = str(limit)
+            headers[f"x-ratelimit-remaining-{kind}"] = str(remaining)
+            headers[f"x-ratelimit-reset-{kind}"] = _reset_duration(reset)
+    return headers
 
 
 def _sampled_reply(req: RecordedRequest) -> Reply | None:

@@ -1,0 +1,157 @@
+"""Pacing under rate limits, through the real SDKs against a fake server enforcing RPM/TPM per key.
+
+The limits' "minute" is shrunk to ``WINDOW`` seconds on both sides (``pacing.WINDOW`` and the
+server's ``rate_window``), so a batch of 10 x N items runs in seconds through the same code path.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from aiforge import ChatAgent
+from aiforge.providers import pacing
+from tests.providers.conftest import ANTHROPIC, OPENAI, SECRET, WireProtocol
+from tests.support.llm_server import LLMServer, Reply
+
+WINDOW = 0.5
+N = 20  # requests per window
+MAX_429_SHARE = 0.02
+
+
+@pytest.fixture(autouse=True)
+def short_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pacing, "WINDOW", WINDOW)
+
+
+@pytest.fixture
+def server() -> Iterator[LLMServer]:
+    with LLMServer(rate_window=WINDOW, record=True) as srv:
+        yield srv
+
+
+def agent(protocol: WireProtocol, srv: LLMServer, key: str = SECRET, **settings: Any) -> ChatAgent:
+    return ChatAgent(
+        PROVIDER=protocol.name,
+        MODEL=protocol.model,
+        **{protocol.key_setting: key, protocol.url_setting: protocol.base_url(srv)},
+        **settings,
+    )
+
+
+def items(count: int) -> list[str]:
+    return [f"item {i}" for i in range(count)]
+
+
+@pytest.mark.parametrize("protocol", [OPENAI, ANTHROPIC], ids=lambda p: p.name)
+def test_a_batch_of_ten_windows_stays_under_the_rpm_limit(server: LLMServer, protocol: WireProtocol) -> None:
+    server.rpm = N
+    result = agent(protocol, server, RPM=N).run_batch(items(10 * N), concurrency=20, max_batch=1000)
+
+    assert not result.failed
+    assert len(result.results) == 10 * N
+    assert server.rate_limited <= MAX_429_SHARE * server.request_count
+    assert server.request_count == 10 * N + server.rate_limited
+    # The first window's worth goes at once (the server's bucket starts full), the rest at the limit's pace.
+    assert result.wall_time_s >= 0.8 * 9 * WINDOW
+
+
+def test_tpm_paces_by_estimated_tokens_corrected_by_usage(server: LLMServer) -> None:
+    prompt = "x" * 400  # ~100 prompt tokens + 50 max_tokens per request
+    server.tpm = 20 * 160
+    result = agent(OPENAI, server, TPM=20 * 160, MAX_TOKENS=50).run_batch(
+        [prompt] * 100, concurrency=20, max_batch=1000
+    )
+
+    assert not result.failed
+    assert server.rate_limited <= MAX_429_SHARE * server.request_count
+    assert result.wall_time_s >= 0.8 * 4 * WINDOW
+
+
+@pytest.mark.parametrize("protocol", [OPENAI, ANTHROPIC], ids=lambda p: p.name)
+def test_headers_alone_pace_a_batch_without_settings(server: LLMServer, protocol: WireProtocol) -> None:
+    server.rpm = N
+    result = agent(protocol, server).run_batch(items(5 * N), concurrency=4, max_batch=1000)
+
+    assert not result.failed
+    assert server.rate_limited <= MAX_429_SHARE * server.request_count
+
+
+@pytest.mark.parametrize("protocol", [OPENAI, ANTHROPIC], ids=lambda p: p.name)
+def test_a_remaining_count_of_zero_spaces_the_next_requests(server: LLMServer, protocol: WireProtocol) -> None:
+    limit = 10  # per window: one request every WINDOW / 10 / SAFETY seconds
+    if protocol is OPENAI:
+        headers = {"x-ratelimit-limit-requests": str(limit), "x-ratelimit-remaining-requests": "0"}
+    else:
+        headers = {"anthropic-ratelimit-requests-limit": str(limit), "anthropic-ratelimit-requests-remaining": "0"}
+    server.default = lambda req: Reply(text="ok", headers=headers)  # no enforcement: only the headers speak
+    bot = agent(protocol, server)
+    bot.run_batch(items(1), concurrency=1, max_batch=1000)
+    bot.run_batch(items(6), concurrency=6, max_batch=1000)
+
+    arrivals = [r.time for r in server.requests]
+    spacing = WINDOW / limit / pacing.SAFETY
+    assert arrivals[-1] - arrivals[1] >= 0.9 * 4 * spacing
+
+
+def test_a_429_pauses_and_the_pace_recovers_after_the_limit_lifts(server: LLMServer) -> None:
+    server.rpm = N
+    bot = agent(OPENAI, server)
+    bot.run_batch(items(3 * N), concurrency=10, max_batch=1000)
+    paced = server.request_count
+
+    server.rpm = None  # the limit lifts: no more 429s, no more limit headers
+    started = time.perf_counter()
+    result = bot.run_batch(items(10 * N), concurrency=10, max_batch=1000)
+    elapsed = time.perf_counter() - started
+
+    assert not result.failed
+    assert server.request_count == paced + 10 * N
+    assert elapsed < 10 * WINDOW / 2  # well above the old limit's pace (it would need 10 windows)
+
+
+def test_a_429_without_any_headers_lowers_the_pace(server: LLMServer) -> None:
+    server.rpm = N
+    server.rate_headers = False  # only the 429s (with Retry-After) tell the client
+    result = agent(OPENAI, server, MAX_RETRIES=5).run_batch(items(4 * N), concurrency=10, max_batch=1000)
+
+    assert not result.failed
+    # Unpaced, 10 workers against 20 per window would meet a 429 on most requests after the first window.
+    assert server.rate_limited <= 0.25 * server.request_count
+
+
+def _run_together(*bots: ChatAgent, count: int) -> tuple[float, list[Any]]:
+    results: list[Any] = [None] * len(bots)
+
+    def run(i: int) -> None:
+        results[i] = bots[i].run_batch(items(count), concurrency=10, max_batch=1000)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(bots))]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started, results
+
+
+def test_agents_on_one_endpoint_and_key_share_a_limiter_and_other_keys_do_not(server: LLMServer) -> None:
+    server.rpm = N
+    same = agent(OPENAI, server, RPM=N), agent(OPENAI, server, RPM=N, TEMPERATURE=0.0)
+    shared_time, results = _run_together(*same, count=3 * N)  # each agent runs on its own thread's loop
+
+    assert all(not r.failed for r in results)
+    assert server.rate_limited <= MAX_429_SHARE * server.request_count
+    assert shared_time >= 0.8 * 5 * WINDOW  # 6 windows' worth through one limit, the first at once
+
+    server.reset()
+    other = agent(OPENAI, server, key="sk-other-key", RPM=N), agent(OPENAI, server, key="sk-third-key", RPM=N)
+    separate_time, results = _run_together(*other, count=3 * N)
+
+    assert all(not r.failed for r in results)
+    assert server.rate_limited <= MAX_429_SHARE * server.request_count
+    assert separate_time < 0.75 * shared_time  # each key has its own limit on the server and its own pacer
