@@ -32,6 +32,8 @@ GROUPS = {
     "startup": "bench.startup",
     "embedded": "bench.embedded",
     "structured": "bench.structured",
+    "throughput": "bench.throughput",
+    "ratelimit": "bench.ratelimit",
     "eval_local": "bench.eval_local",
 }
 PACKAGES = [

@@ -1,0 +1,92 @@
+"""Throughput: ``run_batch`` against raw ``AsyncOpenAI`` under a semaphore, in the same run.
+
+1 000 items at concurrency 20 and 100, against a zero-latency and a 100 ms server (in a child
+process, so the client measured has the GIL to itself). Target: aiforge's wall time at most
+1.10 x the raw client's in every cell; at zero latency the wall time is the client's CPU per item.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench import peers
+from bench.common import OPENAI_MODEL, SYSTEM, Row, ServerProcess, median
+
+GROUP = "throughput"
+ITEMS = 1000
+LIMIT = 1.10
+
+
+def _items(n: int) -> list[str]:
+    return [f"Question {i}: what is {i} squared?" for i in range(n)]
+
+
+def _aiforge(base_url: str, concurrency: int) -> Callable[[list[str]], int]:
+    agent = peers.aiforge_agent(base_url)
+
+    def run(inputs: list[str]) -> int:
+        result = agent.run_batch(inputs, concurrency=concurrency, max_batch=len(inputs))
+        if result.failed:
+            raise RuntimeError(f"{len(result.failed)} items failed, e.g. {result.failed[0]!r}")
+        return len(result.results)
+
+    return run
+
+
+def _raw(base_url: str, concurrency: int) -> Callable[[list[str]], int]:
+    import openai
+
+    loop = peers.persistent_loop()
+    client = openai.AsyncOpenAI(base_url=base_url, api_key=peers.API_KEY, max_retries=0)
+
+    async def gather(inputs: list[str]) -> int:
+        limit = asyncio.Semaphore(concurrency)
+
+        async def one(q: str) -> Any:
+            async with limit:
+                messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": q}]
+                return await client.chat.completions.create(model=OPENAI_MODEL, messages=messages)
+
+        return len(await asyncio.gather(*(one(q) for q in inputs)))
+
+    return lambda inputs: loop.run_until_complete(gather(inputs))
+
+
+def _walls(contenders: dict[str, Callable[[list[str]], int]], inputs: list[str], repeats: int) -> dict[str, float]:
+    walls: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repeats):  # interleaved, so a load change hits both
+        for name, run in contenders.items():
+            started = time.perf_counter()
+            run(inputs)
+            walls[name].append(time.perf_counter() - started)
+    return {name: median(values) for name, values in walls.items()}
+
+
+def run(quick: bool) -> list[Row]:
+    repeats = 1 if quick else 3
+    inputs = _items(ITEMS)
+    rows: list[Row] = []
+    for latency in (0.0, 0.1):
+        with ServerProcess(latency=latency) as server:
+            url = server.openai_base_url
+            for concurrency in (20, 100):
+                contenders = {"raw": _raw(url, concurrency), "aiforge": _aiforge(url, concurrency)}
+                for run_once in contenders.values():  # warm-up: connections, imports, graph compile
+                    run_once(inputs[:50])
+                wall = _walls(contenders, inputs, repeats)
+                ratio = wall["aiforge"] / wall["raw"]
+                rows.append(
+                    Row(
+                        GROUP,
+                        f"{ITEMS} items, concurrency {concurrency}, {latency * 1000:.0f} ms server",
+                        f"{wall['aiforge']:.2f} s ({ITEMS / wall['aiforge']:.0f} items/s)",
+                        f"raw AsyncOpenAI + semaphore: {wall['raw']:.2f} s",
+                        ratio,
+                        f"<= {LIMIT:.2f}x",
+                        ratio <= LIMIT,
+                    )
+                )
+    return rows
