@@ -8,6 +8,7 @@ on a filtered frame. The ``BatchResult`` (costs, tokens, ``failed``) is in the r
 Prompts are row templates (``core.templates``): ``"Classify: {review}"`` names a DataFrame's columns;
 on a Series, ``{value}`` (or the Series' name) is the value. ``agent=None`` builds a
 ``ChatAgent(memory="none", **settings)``; the model is asked about each row independently either way.
+``cache=``, ``checkpoint=``, ``restart=`` and ``max_cost=`` are ``run_batch``'s and go to it.
 
 Importing this module registers the accessors (``aiforge`` imports it when pandas is imported).
 """
@@ -142,6 +143,10 @@ def extraction_prompt(output: Any) -> str:
     return f"{what}\n\nText:\n{{{VALUE_FIELD}}}"
 
 
+BATCH_OPTIONS = ("cache", "checkpoint", "restart", "max_cost")
+"""Keywords of every operation that go to ``run_batch`` rather than to the agent's settings."""
+
+
 def _batch(
     items: Any,
     prompt: str,
@@ -150,6 +155,8 @@ def _batch(
     concurrency: int,
     settings: dict[str, Any],
 ) -> BatchResult:
+    # run_batch's own options (checkpoint=, restart=, max_cost=, cache=) pass through; the rest are settings.
+    options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
     if agent is None:
         from aiforge.modules.chat.module import ChatAgent
 
@@ -160,7 +167,7 @@ def _batch(
             "set them on the agent you pass instead."
         )
     # A DataFrame operation covers the whole frame: run_batch's max_batch guards lists built by hand.
-    return agent.run_batch(items, concurrency, max(len(items), 1), output=output, prompt=prompt)
+    return agent.run_batch(items, concurrency, max(len(items), 1), output=output, prompt=prompt, **options)
 
 
 def _columns(batch: BatchResult) -> pd.DataFrame:
