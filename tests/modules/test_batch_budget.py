@@ -1,0 +1,104 @@
+"""Budgets and estimates through the real openai SDK: max_cost stops a batch within the bound and reports the
+rest as skipped; a dry-run estimate counts and prices the prompts without a request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aiforge import ChatAgent
+from aiforge.core.pricing import lookup_price
+from aiforge.core.types import Usage
+from aiforge.modules.batch.estimate import APPROX_CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS, BatchEstimate
+from aiforge.modules.batch.results import BudgetExceededError
+from aiforge.providers.scripted import ScriptedProvider
+from tests.support.llm_server import LLMServer, Reply
+
+ITEMS = [f"review number {i}: the product was fine" for i in range(20)]
+PRICE = lookup_price("gpt-4o-mini")
+ITEM_COST = PRICE.cost_of(Usage(1000, 1000))  # what the server bills each reply below
+
+
+@pytest.fixture
+def srv() -> Iterator[LLMServer]:
+    with LLMServer(
+        latency=0.02, default=lambda req: Reply(text="ok", usage={"input_tokens": 1000, "output_tokens": 1000})
+    ) as server:
+        yield server
+
+
+def agent(server: LLMServer, **settings: object) -> ChatAgent:
+    return ChatAgent(
+        provider="openai",
+        OPENAI_API_KEY="sk-test",
+        OPENAI_BASE_URL=server.openai_base_url,
+        MAX_RETRIES=0,
+        **settings,
+    )
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_max_cost_stops_the_batch_within_the_items_in_flight(srv: LLMServer, concurrency: int) -> None:
+    budget = 5.5 * ITEM_COST
+    batch = agent(srv).run_batch(ITEMS, concurrency=concurrency, max_cost=budget)
+    assert batch.total_cost <= budget + concurrency * ITEM_COST
+    assert len(batch.results) >= 4 and srv.request_count == len(batch.results)
+    assert len(batch.skipped) == len(ITEMS) - len(batch.results) > 0
+    assert all(isinstance(f.error, BudgetExceededError) for f in batch.failed)
+    assert "max_cost=$" in str(batch.skipped[0].error) and "skipped (budget)" in batch._repr_markdown_()
+    errors = batch.to_dataframe()["error"].dropna()
+    assert len(errors) == len(batch.skipped) and errors.str.startswith("BudgetExceededError: skipped").all()
+
+
+def test_a_rerun_with_a_larger_budget_runs_only_the_skipped_items(srv: LLMServer, tmp_path: Path) -> None:
+    path = tmp_path / "b.sqlite"
+    first = agent(srv).run_batch(ITEMS, concurrency=2, max_cost=3 * ITEM_COST, checkpoint=path)
+    rest = agent(srv).run_batch(ITEMS, concurrency=2, max_cost=100 * ITEM_COST, checkpoint=path)
+    assert not rest.failed and len(rest.results) == len(ITEMS)
+    assert srv.request_count == len(ITEMS) and len(first.results) < len(ITEMS)
+
+
+def test_a_budget_of_zero_starts_nothing(srv: LLMServer) -> None:
+    batch = agent(srv).run_batch(ITEMS[:3], max_cost=0)
+    assert len(batch.skipped) == 3 and srv.request_count == 0
+
+
+def test_a_free_provider_never_meets_the_budget() -> None:
+    batch = ChatAgent(provider=ScriptedProvider(default="ok")).run_batch(ITEMS, max_cost=0)
+    assert len(batch.results) == len(ITEMS)
+
+
+@pytest.mark.parametrize("budget", [-1, float("nan"), True, "5"])
+def test_a_budget_that_is_not_a_non_negative_number_is_a_value_error(srv: LLMServer, budget: object) -> None:
+    with pytest.raises(ValueError, match="max_cost must be a number"):
+        agent(srv).run_batch(ITEMS, max_cost=budget)  # type: ignore[arg-type]
+
+
+def test_an_estimate_counts_and_prices_the_prompts_without_a_request(srv: LLMServer) -> None:
+    estimator = agent(srv, MAX_TOKENS=100)
+    estimate = estimator.estimate_batch(ITEMS)
+    assert isinstance(estimate, BatchEstimate) and srv.request_count == 0
+    assert (estimate.items, estimate.to_run, estimate.output_tokens) == (20, 20, 20 * 100)
+    if estimate.counting.startswith("~"):  # tiktoken's encoding file is not on this machine
+        per_item = -(-len(estimator.system_prompt) // APPROX_CHARS_PER_TOKEN) + 8 + len(ITEMS[0]) // 4 + 1
+        assert estimate.input_tokens == 20 * per_item
+    assert estimate.cost == pytest.approx(PRICE.cost_of(Usage(estimate.input_tokens, estimate.output_tokens)))
+    assert f"${estimate.cost:.4f}" in repr(estimate) and "Batch estimate" in estimate._repr_html_()
+    assert repr(estimator.run_batch(ITEMS, estimate=True)) == repr(estimate)
+
+
+def test_without_max_tokens_an_estimate_assumes_the_default_reply_length(srv: LLMServer) -> None:
+    assert agent(srv).estimate_batch(ITEMS[:2]).output_tokens == 2 * DEFAULT_OUTPUT_TOKENS
+
+
+def test_an_estimate_leaves_out_what_a_checkpoint_already_holds(srv: LLMServer, tmp_path: Path) -> None:
+    agent(srv).run_batch(ITEMS, max_cost=3 * ITEM_COST, concurrency=1, checkpoint=tmp_path / "b.sqlite")
+    estimate = agent(srv).estimate_batch(ITEMS, checkpoint=tmp_path / "b.sqlite")
+    assert estimate.finished == srv.request_count and estimate.to_run == len(ITEMS) - estimate.finished
+
+
+def test_an_unpriced_model_has_an_unknown_cost(srv: LLMServer) -> None:
+    estimate = agent(srv, MODEL="my-finetune").estimate_batch(ITEMS[:2])
+    assert estimate.cost is None and "unknown" in repr(estimate)
