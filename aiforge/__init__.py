@@ -23,6 +23,7 @@ _LAZY: dict[str, str] = {
     "BatchResult": "aiforge.modules.batch.results",
     "BaseModule": "aiforge.modules.base",
     "CostTracker": "aiforge.core.costs",
+    "describe": "aiforge.core.describe",
     "Provider": "aiforge.providers.base",
     "register_provider": "aiforge.providers",
     "ScriptedProvider": "aiforge.providers.scripted",
@@ -54,6 +55,7 @@ __all__ = [
     "ScriptedProvider",
     "ToolCallRecord",
     "__version__",
+    "describe",
     "load_ipython_extension",
     "load_settings",
     "register_provider",
@@ -63,6 +65,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from aiforge.core.costs import CostTracker
+    from aiforge.core.describe import describe
     from aiforge.core.logs import setup_logging
     from aiforge.core.output import OutputRefusedError, OutputValidationError
     from aiforge.core.settings import AIForgeSettings, load_settings

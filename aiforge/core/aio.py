@@ -3,19 +3,25 @@
 With no running loop in this thread, a coroutine runs on a loop private to the thread (kept
 between calls so connection pools survive). Inside a running loop (a Jupyter kernel, where
 ``asyncio.run`` fails) it runs on aiforge's background loop thread while the caller waits.
-KeyboardInterrupt while waiting cancels the coroutine, waits for its cleanup, then re-raises.
-No nest_asyncio.
+KeyboardInterrupt while waiting cancels the coroutine, waits for its cleanup, then raises
+``Interrupted`` (a KeyboardInterrupt shown as one line, without the frames of asyncio or
+concurrent.futures the interrupt happened to land in). No nest_asyncio.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import sys
 import threading
 from collections.abc import AsyncIterable, Coroutine, Iterator
 from typing import Any, TypeVar
 
+from aiforge.core.types import Interrupted
+
 T = TypeVar("T")
+
+INTERRUPTED = "interrupted: the call was cancelled"
 
 _thread_state = threading.local()
 _background_loop: asyncio.AbstractEventLoop | None = None
@@ -95,7 +101,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
                 # The interrupt landed just as the task finished: run_until_complete's own
                 # stop callback is still queued and would stop the next call's loop at once.
                 _drain(loop)
-            raise
+            raise _interrupted() from None
         finally:
             if _thread_current_loop() is not previous:
                 asyncio.set_event_loop(previous)
@@ -125,10 +131,18 @@ def _run_on_background(coro: Coroutine[Any, Any, T]) -> T:
         # Cancel, then wait until the coroutine's own cleanup (history rollback) has run.
         future.cancel()
         finished.wait(_CLEANUP_WAIT)
-        raise
+        raise _interrupted() from None
     if not ok:
         raise value
     return value
+
+
+def _interrupted() -> Interrupted:
+    """The caller's interrupt, or the ``Interrupted`` the coroutine raised with its own message."""
+    current = sys.exc_info()[1]
+    if isinstance(current, Interrupted):
+        return current
+    return Interrupted(INTERRUPTED)
 
 
 def iterate_sync(source: AsyncIterable[T]) -> Iterator[T]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -117,6 +118,8 @@ class AIForgeSettings(BaseSettings):
     """Extra or overriding prices: model -> {input, output, cached_input, cache_write} USD per 1M tokens."""
     QUALITY_MODELS: dict[str, dict[str, str]] = Field(default_factory=dict)
     """Router overrides: provider -> {tier: model}."""
+    CONTEXT_MAX_TOKENS: int = Field(default=1000, ge=50)
+    """Token budget of a DataFrame described in a ``%%chat`` message (``{df}``); ``{df:full}`` sends it all."""
     PROGRESS_BAR: bool = True
     """Show a tqdm progress bar in ``run_batch`` (also off when TQDM_DISABLE is set)."""
     CACHE: Annotated[bool | str, BeforeValidator(_cache_value)] = False
@@ -213,8 +216,11 @@ def _load_yaml(path: Path) -> _YamlConfig:
         raise ConfigError(f"{path}: the top level must be a mapping of setting names to values")
     lines: dict[str, int] = {}
     if node is not None and hasattr(node, "value") and isinstance(node.value, list):
-        for key_node, _ in node.value:
+        for key_node, value_node in node.value:
             lines[str(key_node.value)] = key_node.start_mark.line + 1
+            if isinstance(value_node, yaml.MappingNode):  # the chat: section's keys, as chat.<key>
+                for inner, _ in value_node.value:
+                    lines[f"{key_node.value}.{inner.value}"] = inner.start_mark.line + 1
     config = _YamlConfig(path, {str(k): v for k, v in data.items()}, lines)
     _yaml_cache[path] = (stat.st_mtime, stat.st_size, config)
     return config
@@ -256,16 +262,70 @@ def _where(field: str, overrides: dict[str, Any], yaml_config: _YamlConfig | Non
     return "settings"
 
 
+# aiforge's own environment variables that are not settings.
+_OTHER_ENV = frozenset({CONFIG_ENV_VAR, "AIFORGE_RESEARCH_BASE_URL"})
+# A misspelling is close: an unrelated AIFORGE_* variable (another tool's) is left alone.
+_ENV_TYPO_CUTOFF = 0.75
+
+
+def _check_environment() -> None:
+    """A misspelt ``AIFORGE_*`` variable (``AIFORGE_MODLE``, ``AIFORGE_model``) is an error, not ignored."""
+    known = {ENV_PREFIX + field for field in _FIELDS} | _OTHER_ENV
+    for env_name in sorted(os.environ):
+        if not env_name.startswith(ENV_PREFIX) or env_name in known:
+            continue
+        rest = env_name[len(ENV_PREFIX) :]
+        close = difflib.get_close_matches(rest.upper(), _FIELDS, n=1, cutoff=_ENV_TYPO_CUTOFF)
+        if close:
+            case = " (names are upper-case)" if rest.upper() == close[0] else ""
+            raise ConfigError(
+                f"environment variable {env_name} is not a setting; did you mean {ENV_PREFIX}{close[0]}?{case}"
+            )
+
+
+def setting_name(name: str) -> str | None:
+    """The setting a keyword names: ``MODEL`` for ``MODEL`` or ``model``; None if it names none."""
+    if name in _FIELDS:
+        return name
+    upper = name.upper()
+    return upper if upper in _FIELDS else None
+
+
+def check_overrides(overrides: dict[str, Any], parameters: Iterable[str] = ()) -> dict[str, Any]:
+    """``overrides`` by setting name (``model=`` becomes ``MODEL=``); ``ConfigError`` for an unknown keyword.
+
+    ``parameters`` are the caller's other keyword arguments (``system_prompt``...), offered in the
+    did-you-mean of an unknown name alongside the settings.
+    """
+    resolved: dict[str, Any] = {}
+    given_as: dict[str, str] = {}
+    for name, value in overrides.items():
+        field = setting_name(name)
+        if field is None:
+            choices = [*parameters, *_FIELDS]
+            close = difflib.get_close_matches(name, choices, n=1) or difflib.get_close_matches(
+                name.upper(), choices, n=1
+            )
+            hint = f" Did you mean {close[0]}?" if close else ""
+            raise ConfigError(f"unknown setting {name!r} (keyword argument).{hint}")
+        if field in resolved:
+            raise ConfigError(f"{field} is given twice (as {given_as[field]}= and {name}=); give it once")
+        resolved[field] = value
+        given_as[field] = name
+    return resolved
+
+
 def load_settings(**overrides: Any) -> AIForgeSettings:
     """Build settings from overrides, environment, ``aiforge.yaml`` and defaults.
 
-    Raises ``ConfigError`` for an unknown setting, a wrong type or an unreadable file.
+    Setting names are accepted in lower case too (``model="gpt-4o"``). Raises ``ConfigError`` for an
+    unknown setting (a misspelt ``AIFORGE_*`` environment variable included), a wrong type or an
+    unreadable file.
     """
     path = config_path()
     yaml_config = _load_yaml(path) if path else None
-    for name in overrides:
-        if name not in _FIELDS:
-            raise ConfigError(f"unknown setting {name!r} (keyword argument).{_suggest(name)}")
+    overrides = check_overrides(overrides)
+    _check_environment()
     if yaml_config is not None:
         for name, value in yaml_config.values.items():
             if name not in _FIELDS:
@@ -292,10 +352,17 @@ def load_settings(**overrides: Any) -> AIForgeSettings:
             field = field[len(ENV_PREFIX) :]
         detail = ".".join(str(p) for p in loc)
         if first.get("type") == "extra_forbidden":
-            raise ConfigError(f"unknown setting {detail!r}.{_suggest(detail)}") from None
+            section = getattr(AIForgeSettings.model_fields[field].annotation, "model_fields", None)
+            close = difflib.get_close_matches(detail.rsplit(".", 1)[-1], list(section or ()), n=1)
+            hint = f" Did you mean {field}.{close[0]}?" if close else _suggest(detail)
+            line = yaml_config.lines.get(detail) if yaml_config is not None else None
+            where = f" in {yaml_config.path}:{line}" if yaml_config is not None and line else ""
+            raise ConfigError(f"unknown setting {detail!r}{where}.{hint}") from None
         where = _where(field, overrides, yaml_config)
         # Never echo the rejected value: it may be a key.
-        raise ConfigError(f"invalid value for {detail} ({where}): {first.get('msg')}") from None
+        raise ConfigError(
+            f"invalid value for {detail} ({where}): {first.get('msg')}", setting=field, problem=str(first.get("msg"))
+        ) from None
     for secret in settings.secrets():
         register_secret(secret)
     return settings

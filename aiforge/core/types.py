@@ -7,7 +7,10 @@ Nothing here imports a provider SDK, LangGraph or IPython.
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import sys
+import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
@@ -21,12 +24,50 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------------------
 
 
+def _short_traceback(exc: BaseException) -> list[str]:
+    """IPython's ``_render_traceback_``: the error as one line, or the full traceback for ``%tb``."""
+    # IPython calls the hook for the cell's output, for its history store and again for %tb;
+    # only %tb (IPython.core.magics.execution's ``tb``) is a request for the frames.
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "tb" and code.co_filename.endswith(os.path.join("magics", "execution.py")):
+            return [line.rstrip("\n") for line in traceback.format_exception(exc)]
+        frame = frame.f_back
+    return [f"{type(exc).__name__}: {exc}", "(%tb shows the full traceback)"]
+
+
 class AIForgeError(Exception):
-    """Base class of every error aiforge raises on purpose."""
+    """Base class of every error aiforge raises on purpose.
+
+    In IPython it shows as one line (``ConfigError: ...``); ``%tb`` shows the full traceback.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return _short_traceback(self)
 
 
 class ConfigError(AIForgeError, ValueError):
-    """Invalid or missing configuration; the message names the setting and how to fix it."""
+    """Invalid or missing configuration; the message names the setting and how to fix it.
+
+    ``setting`` is the setting's name and ``problem`` what is wrong with its value, when the error
+    is about one value (so a CLI can name its own flag instead of the keyword argument).
+    """
+
+    def __init__(self, message: str, *, setting: str | None = None, problem: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.problem = problem
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or a kernel interrupt) stopped an aiforge call, which was cancelled and cleaned up.
+
+    Still a ``KeyboardInterrupt``; IPython shows it as its one-line message.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return _short_traceback(self)
 
 
 class ProviderError(AIForgeError):

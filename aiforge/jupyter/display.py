@@ -6,12 +6,14 @@ Model text reaches a Markdown output only through ``core.render`` (``safe_markdo
 
 from __future__ import annotations
 
+import functools
+import html
 import json
 import re
 import sys
 from typing import Any
 
-from aiforge.core.render import CURSOR, UPDATE_INTERVAL, Throttle, escape_markdown, safe_markdown
+from aiforge.core.render import CURSOR, UPDATE_INTERVAL, Throttle, escape_markdown, safe_markdown, truncation_note
 
 # ---------------------------------------------------------------------------
 # Streaming output of a cell
@@ -106,6 +108,7 @@ def footer_text(response: Any) -> str:
         parts.append("tools: " + ", ".join(tc.tool for tc in response.tool_calls))
     if response.stopped_by_limit:
         parts.append("stopped at the tool-call limit")
+    parts += filter(None, [truncation_note(response)])
     return " · ".join(parts)
 
 
@@ -147,3 +150,82 @@ def _fence(code: str, language: str = "") -> str:
     ticks = "`" * max(3, longest + 1)
     return f"{ticks}{language}\n{code}\n{ticks}"
 
+
+# ---------------------------------------------------------------------------
+# Structured answers
+# ---------------------------------------------------------------------------
+
+
+def output_type(name: str, namespace: dict[str, Any]) -> Any:
+    """The ``OutputSpec`` of the type ``--output NAME`` names; a one-line UsageError otherwise."""
+    from IPython.core.error import UsageError
+
+    from aiforge.jupyter.interpolation import resolve_reference
+    from aiforge.modules.chat.structured import output_spec
+
+    if name.split(".")[0].split("[")[0] not in namespace:
+        raise UsageError(f"--output {name}: no type named {name!r} in the notebook; define it in a cell first")
+    try:
+        return output_spec(resolve_reference(name, namespace))
+    except ValueError as exc:
+        raise UsageError(f"--output {name}: {exc}") from None
+
+
+def output_bundle(response: Any, spec: Any) -> dict[str, Any]:
+    """A validated answer: a one-row DataFrame for objects (models, dataclasses, TypedDicts), else JSON."""
+    import pydantic_core
+
+    footer = footer_text(response)
+    value = pydantic_core.to_jsonable_python(response.output, fallback=repr)
+    if spec.is_object and isinstance(value, dict):
+        import pandas as pd
+
+        frame = pd.DataFrame([value])
+        small = f"<div style='opacity:.6;font-size:85%'>{html.escape(footer)}</div>"
+        plain = f"{frame.to_string(index=False)}\n\n{footer}"
+        return {"text/html": frame.to_html(index=False) + small, "text/plain": plain}
+    pretty = pydantic_core.to_json(value, indent=2).decode()
+    return {"text/markdown": response._repr_markdown_(), "text/plain": f"{pretty}\n\n{footer}"}
+
+
+# ---------------------------------------------------------------------------
+# %chat_history
+# ---------------------------------------------------------------------------
+
+_CELL_STYLE = "text-align:left;vertical-align:top;white-space:pre-wrap;overflow-wrap:anywhere"
+
+
+def history_view(frame: Any) -> Any:
+    """``frame`` itself (every column kept), shown left-aligned and wrapped, without its empty columns."""
+    return _history_frame()(frame)
+
+
+@functools.cache
+def _history_frame() -> type:
+    import pandas as pd
+
+    class HistoryFrame(pd.DataFrame):
+        """A conversation: a DataFrame whose notebook view reads like a transcript."""
+
+        @property
+        def _constructor(self) -> type:
+            return pd.DataFrame  # a slice or a computation is a plain DataFrame again
+
+        def _repr_html_(self) -> str:
+            shown = [c for c in self.columns if any(not _blank(v) for v in self[c])]
+            head = "".join(f"<th style='{_CELL_STYLE}'>{html.escape(str(c))}</th>" for c in shown)
+            body = "".join(
+                "<tr>" + "".join(f"<td style='{_CELL_STYLE}'>{_html_cell(row[c])}</td>" for c in shown) + "</tr>"
+                for _, row in self.iterrows()
+            )
+            return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    return HistoryFrame
+
+
+def _blank(value: Any) -> bool:
+    return value is None or value == "" or (isinstance(value, float) and value != value)
+
+
+def _html_cell(value: Any) -> str:
+    return "" if _blank(value) else html.escape(str(value))

@@ -1,7 +1,8 @@
 """``{name}`` in a magic's text: a notebook variable by a reference grammar, never evaluated.
 
 Only names, attribute access and ``[0]``/``['key']`` indexing are substituted; ``{{`` and
-``}}`` stand for literal braces.
+``}}`` stand for literal braces. A DataFrame or Series is sent as a compact description
+(``core.describe``), or whole with ``{name:full}``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from IPython.core.error import UsageError
+
+from aiforge.core.describe import DEFAULT_MAX_TOKENS, describe, estimate_tokens, full_table, is_table
 
 _MISSING = object()
 
@@ -51,8 +54,19 @@ def resolve_reference(reference: str, namespace: Mapping[str, Any]) -> Any:
     return value
 
 
-def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
-    """``text`` with every ``{reference}`` replaced by ``str()`` of its value; ``{{``/``}}`` escape."""
+def interpolate(
+    text: str,
+    namespace: Mapping[str, Any],
+    *,
+    table_tokens: int = DEFAULT_MAX_TOKENS,
+    sent: list[dict[str, Any]] | None = None,
+) -> str:
+    """``text`` with every ``{reference}`` replaced by ``str()`` of its value; ``{{``/``}}`` escape.
+
+    A DataFrame or Series becomes its ``describe()`` text (about ``table_tokens`` tokens at most);
+    ``{name:full}`` sends the whole table instead. Each table's text is appended to ``sent`` as a
+    trace record, so the user can see what the model got.
+    """
 
     def replace(match: re.Match[str]) -> str:
         token = match.group(0)
@@ -60,6 +74,24 @@ def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
             return token[0]
         if match.group(1) is None:
             raise UsageError(f"unmatched {token!r} in the message; {_LITERAL_HINT}.")
-        return str(resolve_reference(match.group(1), namespace))
+        reference, _, spec = match.group(1).partition(":")
+        if not (spec.strip().isidentifier() and _REFERENCE.fullmatch(reference)):
+            reference, spec = match.group(1), ""  # not name:format; refused below as an expression
+        value = resolve_reference(reference, namespace)
+        if not is_table(value):
+            if spec:
+                raise UsageError(f"{{{match.group(1)}}}: :{spec} is for DataFrames and Series only")
+            return str(value)
+        name, spec = reference.strip(), spec.strip()
+        if spec not in ("", "full"):
+            raise UsageError(f"{{{match.group(1)}}}: unknown format {spec!r}; {{{name}:full}} sends the whole table")
+        rendered = full_table(value) if spec == "full" else describe(value, max_tokens=table_tokens, name=name)
+        if sent is not None:
+            sent.append({
+                "step": "context", "node": "%%chat", "name": f"{{{match.group(1).strip()}}}",
+                "input": f"{type(value).__name__} {'×'.join(map(str, value.shape))}", "output": rendered,
+                "input_tokens": estimate_tokens(rendered),
+            })
+        return rendered
 
     return _FIELD.sub(replace, text)

@@ -45,6 +45,8 @@ _SELECTION = [
     argument("--model", help="session agent for this model"),
     argument("--quality", choices=("high", "medium", "low"), help="session agent routed to this quality tier"),
     argument("--memory", choices=("buffer", "summary", "none"), help="session agent with this memory mode"),
+    argument("-t", "--temperature", type=float, help="session agent with this sampling temperature (0 = steady)"),
+    argument("--max-tokens", type=int, help="session agent with this cap on generated tokens per model call"),
 ]
 
 
@@ -155,8 +157,10 @@ class ChatMagics(Magics):
             agent = self._agent(args)
             if args.reset:
                 agent.reset()
-            system = interpolate(args.system, namespace) if args.system else None
-            message = interpolate(message, namespace).lstrip("\n").rstrip()
+            sent: list[dict[str, Any]] = []
+            tokens = agent.settings.CONTEXT_MAX_TOKENS
+            system = interpolate(args.system, namespace, table_tokens=tokens, sent=sent) if args.system else None
+            message = interpolate(message, namespace, table_tokens=tokens, sent=sent).lstrip("\n").rstrip()
             if not message.strip():
                 raise UsageError("the message is empty: %%chat takes the cell body, %chat the rest of the line")
             if args.no_stream:
@@ -177,22 +181,23 @@ class ChatMagics(Magics):
 
                 raise _short(exc, describe_error(exc, agent)) from None
             raise
+        response.trace[:0] = sent  # what the model got for each {table}, first in the trace
         namespace["_chat"] = response
 
     def _wait(self, agent: Any, message: str, system: str | None, fmt: str, output: Any) -> Any:
         from IPython.display import display
 
-        from aiforge.jupyter.display import response_bundle
+        from aiforge.jupyter.display import output_bundle, response_bundle
 
         response = agent.chat(message, system_prompt=system, output=output)
-        display(response_bundle(response, fmt) if output is None else _output_bundle(response, output), raw=True)
+        display(response_bundle(response, fmt) if output is None else output_bundle(response, output), raw=True)
         return response
 
     def _stream(self, agent: Any, message: str, system: str | None, fmt: str, output: Any) -> Any:
         from aiforge.core.aio import iterate_sync, run_sync
-        from aiforge.jupyter.display import StreamingDisplay, footer_text, partial_bundle, response_bundle
+        from aiforge.jupyter import display as views
 
-        view = StreamingDisplay(markdown=fmt == "markdown" and output is None)
+        view = views.StreamingDisplay(markdown=fmt == "markdown" and output is None)
         view.open()
         stream = agent.stream_turn(message, system_prompt=system, output=output)
         chunks = iterate_sync(stream)
@@ -203,14 +208,14 @@ class ChatMagics(Magics):
             # The partial answer stays visible, marked; then the turn is cancelled (closing the
             # stream would let it run to its end and be recorded).
             note = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"stopped: {type(exc).__name__}"
-            view.close(partial_bundle(view.text, markdown=view.markdown, note=note), f"[{note}]")
+            view.close(views.partial_bundle(view.text, markdown=view.markdown, note=note), f"[{note}]")
             run_sync(stream.cancel())
             chunks.close()
             raise
         if output is None:
-            view.close(response_bundle(stream.response, fmt), footer_text(stream.response))
+            view.close(views.response_bundle(stream.response, fmt), views.footer_text(stream.response))
         else:
-            bundle = _output_bundle(stream.response, output)
+            bundle = views.output_bundle(stream.response, output)
             view.close(bundle, bundle["text/plain"])
         return stream.response
 
@@ -237,7 +242,9 @@ class ChatMagics(Magics):
             import pandas as pd
 
             return pd.DataFrame(columns=["role", "content", "tool_calls", "tool_call_id"])
-        return agent.history_dataframe()
+        from aiforge.jupyter.display import history_view
+
+        return history_view(agent.history_dataframe())
 
     # -- agents ----------------------------------------------------------------------------
 
@@ -246,8 +253,12 @@ class ChatMagics(Magics):
         if args.agent:
             if any(v is not None for v in config):
                 raise UsageError(
-                    "-a/--agent uses that agent as it is: --provider/--model/--quality/--memory are for session agents"
+                    "-a/--agent uses that agent as it is: --provider/--model/--quality/--memory/--temperature/"
+                    "--max-tokens are for session agents"
                 )
+            name = args.agent.split(".")[0].split("[")[0].strip()
+            if name not in self.shell.user_ns:
+                raise UsageError(f"-a {args.agent}: no variable named {name!r} in the notebook: no agent of that name")
             agent = resolve_reference(args.agent, self.shell.user_ns)
             if not (hasattr(agent, "stream_turn") and hasattr(agent, "reset")):
                 raise UsageError(f"-a {args.agent}: a ChatAgent is needed, got {type(agent).__name__}")
@@ -256,48 +267,22 @@ class ChatMagics(Magics):
         if agent is None and create:
             from aiforge.modules.chat.module import ChatAgent
 
-            provider, model, quality, memory = config
-            overrides = {"MODEL": model} if model else {}
+            provider, model, quality, memory, temperature, max_tokens = config
+            overrides = {"MODEL": model, "TEMPERATURE": temperature, "MAX_TOKENS": max_tokens}
+            overrides = {name: value for name, value in overrides.items() if value is not None}
             agent = ChatAgent(provider=provider, quality=quality, memory=memory or "buffer", **overrides)
             self.agents[config] = agent
         return agent
 
 
 def _output_type(name: str, namespace: dict[str, Any]) -> Any:
-    """The ``OutputSpec`` of the type ``--output NAME`` names; a one-line UsageError otherwise."""
-    from aiforge.modules.chat.structured import output_spec
+    from aiforge.jupyter.display import output_type
 
-    if name.split(".")[0].split("[")[0] not in namespace:
-        raise UsageError(f"--output {name}: no type named {name!r} in the notebook; define it in a cell first")
-    try:
-        return output_spec(resolve_reference(name, namespace))
-    except ValueError as exc:
-        raise UsageError(f"--output {name}: {exc}") from None
+    return output_type(name, namespace)
 
 
-def _output_bundle(response: Any, spec: Any) -> dict[str, Any]:
-    """A validated answer: a one-row DataFrame for objects (models, dataclasses, TypedDicts), else JSON."""
-    import html
-
-    import pydantic_core
-
-    from aiforge.jupyter.display import footer_text
-
-    footer = footer_text(response)
-    value = pydantic_core.to_jsonable_python(response.output, fallback=repr)
-    if spec.is_object and isinstance(value, dict):
-        import pandas as pd
-
-        frame = pd.DataFrame([value])
-        small = f"<div style='opacity:.6;font-size:85%'>{html.escape(footer)}</div>"
-        plain = f"{frame.to_string(index=False)}\n\n{footer}"
-        return {"text/html": frame.to_html(index=False) + small, "text/plain": plain}
-    pretty = pydantic_core.to_json(value, indent=2).decode()
-    return {"text/markdown": response._repr_markdown_(), "text/plain": f"{pretty}\n\n{footer}"}
-
-
-def _config(args: Any) -> tuple[str | None, ...]:
-    return (args.provider, args.model, args.quality, args.memory)
+def _config(args: Any) -> tuple[Any, ...]:
+    return (args.provider, args.model, args.quality, args.memory, args.temperature, args.max_tokens)
 
 
 def _tokens(line: str) -> list[str]:

@@ -149,3 +149,29 @@ def test_system_exit_inside_a_coroutine_does_not_kill_the_background_loop() -> N
         return run_sync(answer(5))
 
     assert asyncio.run(cell()) == 5
+
+
+def test_an_interrupt_ends_in_one_interrupted_without_the_frames_it_landed_in() -> None:
+    import signal
+    import traceback
+
+    from aiforge.core.aio import INTERRUPTED
+    from aiforge.core.types import Interrupted
+
+    async def work() -> None:
+        threading.Timer(0.1, lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)).start()
+        await asyncio.sleep(10)
+
+    async def cell() -> BaseException:
+        with pytest.raises(Interrupted) as info:
+            run_sync(work())
+        return info.value
+
+    kernel = asyncio.new_event_loop()
+    try:
+        error = kernel.run_until_complete(cell())
+    finally:
+        kernel.close()
+    text = "".join(traceback.format_exception(error))
+    assert str(error) == INTERRUPTED
+    assert "concurrent/futures" not in text and "During handling" not in text

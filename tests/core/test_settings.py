@@ -154,3 +154,47 @@ def test_edited_yaml_file_is_reread(tmp_path: Path) -> None:
     assert load_settings().MODEL == "first"
     write_yaml(path, "MODEL: second-model\n")
     assert load_settings().MODEL == "second-model"
+
+
+# --- misspelt environment variables, lower-case keywords, nested YAML keys ---
+
+
+def test_a_misspelt_environment_variable_names_the_nearest_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIFORGE_MODLE", "gpt-4o")
+    with pytest.raises(ConfigError, match="AIFORGE_MODLE is not a setting; did you mean AIFORGE_MODEL\\?"):
+        load_settings()
+
+
+def test_a_lower_case_environment_variable_is_named_with_the_upper_case_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIFORGE_temperature", "0.1")
+    with pytest.raises(ConfigError, match="did you mean AIFORGE_TEMPERATURE\\? \\(names are upper-case\\)"):
+        load_settings()
+
+
+def test_unrelated_aiforge_variables_are_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIFORGE_RESEARCH_BASE_URL", "http://127.0.0.1:1")  # the research tool's own variable
+    monkeypatch.setenv("AIFORGE_REQUIRE_BROWSER", "1")  # not close to any setting
+    assert load_settings().PROVIDER == "auto"
+
+
+def test_lower_case_keywords_name_settings() -> None:
+    s = load_settings(model="gpt-4o", temperature=0.2, max_tokens=10)
+    assert (s.MODEL, s.TEMPERATURE, s.MAX_TOKENS) == ("gpt-4o", 0.2, 10)
+
+
+def test_a_setting_given_in_both_cases_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="MODEL is given twice \\(as MODEL= and model=\\)"):
+        load_settings(MODEL="a", model="b")
+
+
+def test_an_invalid_keyword_value_carries_the_setting_and_the_problem() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(temperature=5)
+    assert (info.value.setting, info.value.problem) == ("TEMPERATURE", "Input should be less than or equal to 2")
+
+
+def test_unknown_key_in_the_chat_section_names_file_line_and_the_key(tmp_path: Path) -> None:
+    write_yaml(tmp_path / "aiforge.yaml", "MODEL: x\nchat:\n  sytem_prompt: hi\n")
+    expected = r"chat\.sytem_prompt' in .*aiforge\.yaml:3\. Did you mean chat\.system_prompt"
+    with pytest.raises(ConfigError, match=expected):
+        load_settings()

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -22,26 +21,6 @@ from aiforge.core.types import Completion, ProviderError
 from aiforge.jupyter.interpolation import interpolate, resolve_reference
 from aiforge.providers.scripted import ScriptedProvider, tool_call
 from aiforge.tools import calculator
-
-
-@pytest.fixture(autouse=True)
-def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    """No aiforge.yaml and no AIFORGE_* or provider variables from the machine."""
-    for name in list(os.environ):
-        if name.startswith("AIFORGE_") or name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-
-
-@pytest.fixture
-def shell() -> Iterator[InteractiveShell]:
-    ip = InteractiveShell.instance()
-    before = set(ip.user_ns)
-    ip.run_line_magic("load_ext", "aiforge")
-    yield ip
-    ip.run_line_magic("unload_ext", "aiforge")
-    for name in set(ip.user_ns) - before:
-        del ip.user_ns[name]
 
 
 def scripted_agent(*replies: Any, **kwargs: Any) -> tuple[ChatAgent, ScriptedProvider]:
@@ -577,3 +556,48 @@ def test_output_that_never_validates_is_a_short_error_and_stores_nothing(shell: 
     assert "not valid JSON" in shown and "Traceback" not in shown
     assert "_chat" not in shell.user_ns
     assert agent.history == []
+
+
+# --- temperature, unknown agents, the history view ---
+
+
+def test_temperature_and_max_tokens_reach_the_provider(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIFORGE_PROVIDER", "scripted")
+
+    run(shell, "%%chat -t 0 --max-tokens 50\nhello")
+
+    agent = next(iter(shell.magics_manager.registry["ChatMagics"].agents.values()))
+    assert (agent.settings.TEMPERATURE, agent.settings.MAX_TOKENS) == (0.0, 50)
+    assert "--temperature" in shell.find_cell_magic("chat").__doc__
+    assert "--max-tokens" in shell.find_cell_magic("chat").__doc__
+
+
+def test_temperature_is_for_session_agents(shell: InteractiveShell) -> None:
+    shell.user_ns["agent"], _ = scripted_agent("ok")
+    with pytest.raises(UsageError, match="--temperature.*session agents"):
+        shell.run_cell_magic("chat", "-a agent -t 0", "hi")
+
+
+def test_an_unknown_agent_name_says_there_is_no_agent_and_nothing_about_braces(shell: InteractiveShell) -> None:
+    result, captured = run(shell, "%%chat -a nosuchagent\nhi")
+
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "no agent of that name" in captured.stderr and "{{" not in captured.stderr
+
+
+def test_chat_history_view_is_left_aligned_wrapped_and_drops_empty_columns(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIFORGE_PROVIDER", "scripted")
+    run(shell, "%chat hello")
+
+    history = shell.run_line_magic("chat_history", "")
+    html = history._repr_html_()
+
+    assert list(history.columns) == ["role", "content", "tool_calls", "tool_call_id"]  # the data keeps every column
+    assert "<th style='text-align:left;vertical-align:top;white-space:pre-wrap" in html
+    assert ">role</th>" in html and ">content</th>" in html
+    assert "tool_calls" not in html and "tool_call_id" not in html
+    assert type(history.head(1)).__name__ == "DataFrame"

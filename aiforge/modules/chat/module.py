@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Iterator
@@ -9,6 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from aiforge.core.aio import run_sync
+from aiforge.core.settings import check_overrides
 from aiforge.core.types import CallParams, ConfigError, Message
 from aiforge.modules.base import BaseModule
 from aiforge.modules.chat.agent import ChatAgentState, build_chat_graph
@@ -93,6 +95,8 @@ class ChatAgent(BaseModule):
         self.memory_mode = memory
         toolset = Toolset(tools)
         self.tools = toolset.tools
+        # An unknown keyword's did-you-mean covers this signature too (system= -> system_prompt).
+        check_overrides(kwargs, inspect.signature(ChatAgent.__init__).parameters)
         super().__init__(quality=quality, provider=provider, **kwargs)
 
         if native_tools and not self.provider.supports_native_tools:

@@ -681,3 +681,13 @@ def test_file_structure_of_the_reference_page_exists() -> None:
     assert all(hasattr(prompts, n) for n in ("DEFAULT_SYSTEM_PROMPT", "TOOL_USE_SYSTEM", "SUMMARIZE_MEMORY_PROMPT"))
     assert callable(agent.build_chat_graph)
 
+
+
+def test_lower_case_setting_keywords_are_accepted() -> None:
+    agent = ChatAgent(provider=ScriptedProvider(), model="gpt-4o", temperature=0.2)
+    assert (agent.model, agent.settings.TEMPERATURE) == ("gpt-4o", 0.2)
+
+
+def test_a_misnamed_argument_gets_a_did_you_mean_from_the_signature() -> None:
+    with pytest.raises(ConfigError, match="unknown setting 'system'.*Did you mean system_prompt\\?"):
+        ChatAgent(provider=ScriptedProvider(), system="Be terse.")
