@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import os
 import sys
 import threading
@@ -206,11 +207,45 @@ class CostTracker:
             self._unpriced.clear()
 
     def to_dataframe(self) -> pd.DataFrame:
-        """One row per record, columns in ``CostRecord`` field order (``COLUMNS``)."""
+        """One row per record, columns in ``CostRecord`` field order (``COLUMNS``); timestamps as UTC datetimes."""
         import pandas as pd
 
         rows = [tuple(getattr(entry, column) for column in COLUMNS) for entry in self.records]
-        return pd.DataFrame(rows, columns=list(COLUMNS))
+        frame = pd.DataFrame(rows, columns=list(COLUMNS))
+        frame["timestamp"] = pd.to_datetime(frame["timestamp"].astype(float), unit="s", utc=True)
+        return frame
+
+    def totals(self) -> list[dict[str, Any]]:
+        """Calls, tokens and cost per (provider, model), most expensive first."""
+        groups: dict[tuple[str, str], dict[str, Any]] = {}
+        for entry in self.records:
+            row = groups.setdefault(
+                (entry.provider, entry.model),
+                {"provider": entry.provider, "model": entry.model, "calls": 0, "input_tokens": 0,
+                 "output_tokens": 0, "cost": 0.0, "priced": True},
+            )
+            row["calls"] += 1
+            row["input_tokens"] += entry.input_tokens
+            row["output_tokens"] += entry.output_tokens
+            row["cost"] += entry.cost
+            row["priced"] = row["priced"] and entry.priced
+        return sorted(groups.values(), key=lambda row: (-row["cost"], row["provider"], row["model"]))
+
+    def _repr_html_(self) -> str:
+        rows = self.totals()
+        cells = "".join(
+            f"<tr><td>{html.escape(r['provider'])}</td><td>{html.escape(r['model'])}</td><td>{r['calls']:,}</td>"
+            f"<td>{r['input_tokens']:,}</td><td>{r['output_tokens']:,}</td>"
+            f"<td>${r['cost']:.6f}{'' if r['priced'] else ' (unpriced)'}</td></tr>"
+            for r in rows
+        )
+        total = (
+            f"<tr><th colspan='2' style='text-align:left'>total</th><th>{sum(r['calls'] for r in rows):,}</th>"
+            f"<th>{sum(r['input_tokens'] for r in rows):,}</th><th>{sum(r['output_tokens'] for r in rows):,}</th>"
+            f"<th>${self.session_total:.6f}</th></tr>"
+        )
+        head = "".join(f"<th>{h}</th>" for h in ("provider", "model", "calls", "input tokens", "output tokens", "cost"))
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody><tfoot>{total}</tfoot></table>"
 
     def __repr__(self) -> str:
         with self._lock:

@@ -259,3 +259,38 @@ def test_concurrent_records_add_up_exactly() -> None:
     assert tracker.by_model["gpt-4o-mini"]["calls"] == calls
     assert tracker.by_model["gpt-4o-mini"]["input_tokens"] == calls * 1_000
     assert tracker.session_total == pytest.approx(calls * expected_cost, rel=1e-12)
+
+
+def test_to_dataframe_timestamps_are_utc_datetimes() -> None:
+    tracker = CostTracker()
+    entry = tracker.record(Usage(input_tokens=1, output_tokens=1), "gpt-4o", provider="openai")
+
+    stamp = tracker.to_dataframe()["timestamp"].iloc[0]
+
+    assert str(tracker.to_dataframe()["timestamp"].dtype).startswith("datetime64") and str(stamp.tz) == "UTC"
+    assert stamp.timestamp() == pytest.approx(entry.timestamp, abs=1e-3)
+
+
+def test_totals_group_calls_by_provider_and_model_most_expensive_first() -> None:
+    tracker = CostTracker()
+    tracker.record(Usage(input_tokens=100, output_tokens=10), "gpt-4o-mini", provider="openai")
+    tracker.record(Usage(input_tokens=100, output_tokens=10), "gpt-4o", provider="openai")
+    tracker.record(Usage(input_tokens=50, output_tokens=5), "gpt-4o", provider="openai")
+
+    totals = tracker.totals()
+
+    rows = [(r["model"], r["calls"], r["input_tokens"]) for r in totals]
+    assert rows == [("gpt-4o", 2, 150), ("gpt-4o-mini", 1, 100)]
+    assert sum(r["cost"] for r in totals) == pytest.approx(tracker.session_total)
+
+
+def test_html_view_shows_totals_per_model_and_provider_and_the_session_total() -> None:
+    tracker = CostTracker()
+    tracker.record(Usage(input_tokens=1000, output_tokens=100), "gpt-4o", provider="openai")
+    tracker.record(Usage(input_tokens=10, output_tokens=1), "claude-haiku-4-5", provider="anthropic")
+
+    view = tracker._repr_html_()
+
+    assert "<td>openai</td><td>gpt-4o</td><td>1</td><td>1,000</td><td>100</td>" in view
+    assert "<td>anthropic</td><td>claude-haiku-4-5</td>" in view
+    assert f"<th>${tracker.session_total:.6f}</th>" in view and "<th>1,010</th>" in view
