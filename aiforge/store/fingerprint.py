@@ -28,7 +28,11 @@ def canonical_json(value: Any) -> str:
     other object raises ``TypeError`` rather than hashing a ``repr`` that may differ between runs or hold a
     secret. A NaN or infinite number raises ``ValueError``. Lone surrogates are kept as they are.
     """
-    return json.dumps(_normal(value, "value"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        normal = _fast_normal(value)
+    except _NotPlainJSON:
+        normal = _normal(value, "value")  # the same walk, naming where the value is not JSON
+    return json.dumps(normal, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def fingerprint(value: Any) -> str:
@@ -104,6 +108,36 @@ def batch_fingerprint(item_fingerprints: Sequence[str], settings: Mapping[str, A
     schema...), never a settings object, so that no key is hashed or stored.
     """
     return BatchFingerprint(tuple(item_fingerprints), fingerprint(dict(settings)))
+
+
+class _NotPlainJSON(Exception):
+    """Raised by ``_fast_normal`` for anything ``_normal`` must look at (and report) itself."""
+
+
+_PLAIN = (str, int, bool, type(None))
+
+
+def _fast_normal(value: Any) -> Any:
+    """``_normal`` for plain dicts, lists, strings and numbers without building a path per element.
+
+    The cache-hit path fingerprints every turn's messages, and ``_normal``'s per-element path strings were
+    most of its time; anything unusual (a non-str key, a non-finite float, another type) goes to ``_normal``.
+    """
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is dict:
+        normal = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlainJSON
+            normal[key] = item if type(item) in _PLAIN else _fast_normal(item)
+        return normal
+    if kind is list or kind is tuple:
+        return [item if type(item) in _PLAIN else _fast_normal(item) for item in value]
+    if kind is float and math.isfinite(value):
+        return int(value) if value.is_integer() and abs(value) < _EXACT_INT_FLOAT else value
+    raise _NotPlainJSON
 
 
 def _normal(value: Any, where: str) -> Any:
