@@ -21,6 +21,7 @@ anthropic -> claude-sonnet-4-5 / claude-haiku-4-5 / claude-3-5-haiku.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -94,8 +95,12 @@ def select_model(provider: str, quality: str | None, settings: AIForgeSettings) 
     """
     tier = _tier(quality) if quality is not None else None
     if settings.MODEL:
+        if quality is not None:
+            _ignored_once(quality, provider, f"MODEL={settings.MODEL!r} is set, and an explicit model wins")
         return settings.MODEL
     if not settings.MODEL_ROUTER_ENABLED:
+        if quality is not None:
+            _ignored_once(quality, provider, "MODEL_ROUTER_ENABLED is False")
         return None
     tier = tier or (_tier(settings.DEFAULT_QUALITY) if settings.DEFAULT_QUALITY else None)
     if tier is None:
@@ -113,4 +118,19 @@ def select_model(provider: str, quality: str | None, settings: AIForgeSettings) 
         cost = blended_price(price)
         if best is None or cost < best[0]:
             best = (cost, model)
+    if best is None and quality is not None:
+        _ignored_once(
+            quality, provider, f"provider {provider!r} has no quality tiers (pin a model with QUALITY_MODELS)"
+        )
     return best[1] if best else None
+
+
+_ignored: set[tuple[str, str, str]] = set()
+
+
+def _ignored_once(quality: str, provider: str, reason: str) -> None:
+    """Warn that ``quality=`` changed nothing, once per reason and provider in a process."""
+    key = (quality, provider, reason)
+    if key not in _ignored:
+        _ignored.add(key)
+        warnings.warn(f"quality={quality!r} is ignored: {reason}.", UserWarning, stacklevel=4)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from aiforge.core.pricing import lookup_price
@@ -132,3 +134,33 @@ def test_invalid_quality_raises_value_error_listing_the_tiers(quality: str) -> N
 def test_invalid_quality_raises_even_when_model_is_set() -> None:
     with pytest.raises(ValueError, match="high, medium, low"):
         select_model("openai", "ultra", load_settings(MODEL="gpt-4o"))
+
+
+# --- a quality= that changes nothing says so, once ---
+
+
+@pytest.fixture
+def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    import aiforge.core.router as router
+
+    monkeypatch.setattr(router, "_ignored", set())
+
+
+def test_quality_ignored_by_a_provider_without_tiers_warns_once(fresh_warnings: None) -> None:
+    settings = load_settings()
+    with pytest.warns(UserWarning, match="quality='high' is ignored: provider 'scripted' has no quality tiers"):
+        assert select_model("scripted", "high", settings) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        select_model("scripted", "high", settings)
+
+
+def test_quality_ignored_because_model_is_set_says_why(fresh_warnings: None) -> None:
+    with pytest.warns(UserWarning, match="MODEL='gpt-4o' is set, and an explicit model wins"):
+        assert select_model("openai", "low", load_settings(MODEL="gpt-4o")) == "gpt-4o"
+
+
+def test_quality_that_picks_a_model_does_not_warn(fresh_warnings: None) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert select_model("openai", "low", load_settings()) is not None
