@@ -1,4 +1,4 @@
-"""``aiforge chat``: the chat agent from a terminal.
+"""``aiforge chat``: the chat agent from a terminal; ``aiforge batch``: a prompt over a table's rows.
 
 Exit codes: 0 ok, 2 usage error, 1 provider or configuration error (one line, no traceback), 130 interrupted.
 """
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from aiforge import __version__
+from aiforge import __version__, cli_batch
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,7 +33,12 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--max-tokens", type=int, help="cap on generated tokens per model call")
     chat.add_argument("-q", "--quality", choices=["high", "medium", "low"], help="route to a model of this tier")
     chat.add_argument("--json", action="store_true", help="print the ChatResponse as JSON instead of streaming text")
+    cli_batch.add_parser(commands)
     return parser
+
+
+# Settings the command line sets from a flag: an invalid value is reported against the flag.
+_FLAGS = {"MODEL": "--model", "TEMPERATURE": "--temperature", "MAX_TOKENS": "--max-tokens"}
 
 
 def _agent(args: argparse.Namespace) -> Any:
@@ -67,9 +72,17 @@ def _turn(agent: Any, message: str, as_json: bool, out: TextIO) -> None:
     out.write("\n")
 
 
+_HELP = """commands (handled here, never sent to the model):
+  /help   this list
+  /reset  start a new conversation
+  /exit   quit (also /quit or Ctrl-D)
+a line starting with // is sent as a message starting with /
+"""
+
+
 def _interactive(agent: Any, as_json: bool, out: TextIO) -> None:
     out.write(
-        f"aiforge chat · {agent.provider_name} · {agent.model} · Ctrl-D or /exit to quit, /reset for a new chat\n"
+        f"aiforge chat · {agent.provider_name} · {agent.model} · /help for commands, Ctrl-D or /exit to quit\n"
     )
     while True:
         try:
@@ -85,6 +98,14 @@ def _interactive(agent: Any, as_json: bool, out: TextIO) -> None:
         if text == "/reset":
             agent.reset()
             out.write("(new conversation)\n")
+            continue
+        if text == "/help":
+            out.write(_HELP)
+            continue
+        if text.startswith("//"):
+            text = text[1:]
+        elif text.startswith("/") and " " not in text:
+            out.write(f"unknown command {text}; /help lists the commands\n")
             continue
         out.write("assistant> ")
         try:
@@ -103,10 +124,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors exit 2, --help/--version exit 0
         return int(exc.code or 0)
-    if args.memory_k < 1:
-        print("aiforge: error: --memory-k must be >= 1", file=sys.stderr)
-        return 2
     try:
+        if args.command == "batch":
+            cli_batch.run(args, out)
+            return 0
+        if args.memory_k < 1:
+            print("aiforge: error: --memory-k must be >= 1", file=sys.stderr)
+            return 2
         agent = _agent(args)
         if args.message is not None:
             if not args.message.strip():
@@ -116,13 +140,17 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         else:
             _interactive(agent, args.json, out)
     except AIForgeError as exc:
+        flag = _FLAGS.get(getattr(exc, "setting", None) or "")
+        if flag and "keyword argument" in str(exc):
+            print(f"aiforge: error: argument {flag}: {getattr(exc, 'problem', exc)}", file=sys.stderr)
+            return 2
         print(f"aiforge: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     except ValueError as exc:
         print(f"aiforge: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("\naiforge: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # a batch's interrupt says what it kept
+        print(f"\naiforge: {exc or 'interrupted'}", file=sys.stderr)
         return 130
     return 0
 

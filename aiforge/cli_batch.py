@@ -1,0 +1,178 @@
+"""``aiforge batch``: one prompt template over the rows of a CSV, Parquet or JSONL file.
+
+Built on the DataFrame accessor (``df.aiforge.map`` / ``classify``): the same row templates,
+progress bar, per-row failures, response cache and checkpoints as ``run_batch`` in Python. The
+result is the input's columns, then the new ones (``response``; ``label`` with ``--labels``; the
+schema's fields with ``--schema``), then ``error`` for rows that failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,
+                               "object": dict}
+
+
+class BatchUsageError(ValueError):
+    """A mistake in the command line or its files: exit code 2, one line."""
+
+
+def add_parser(commands: Any) -> None:
+    """The ``batch`` subcommand's options."""
+    batch = commands.add_parser(
+        "batch",
+        help="run a prompt template over every row of a CSV, Parquet or JSONL file",
+        description="Fill --prompt from each row's columns ({column}), ask the model, write the rows with the answers.",
+    )
+    batch.add_argument("input", help="a .csv, .parquet or .jsonl file")
+    batch.add_argument("--prompt", required=True, help='row template, e.g. "Sentiment of: {review}"')
+    batch.add_argument("-o", "--output", help="write .csv, .parquet or .jsonl (default: CSV on stdout)")
+    typed = batch.add_mutually_exclusive_group()
+    typed.add_argument("--labels", help="comma-separated labels: the answer is one of them (column 'label')")
+    typed.add_argument("--schema", metavar="FILE", help="a JSON schema (an object): its fields become columns")
+    batch.add_argument("-p", "--provider", help="openai, anthropic, internal_gateway, local, ... (default: auto)")
+    batch.add_argument("-m", "--model", help="model name (default: the provider's or the router's choice)")
+    batch.add_argument("-t", "--temperature", type=float, help="sampling temperature (0 = deterministic)")
+    batch.add_argument("--max-tokens", type=int, help="cap on generated tokens per model call")
+    batch.add_argument("-q", "--quality", choices=["high", "medium", "low"], help="route to a model of this tier")
+    batch.add_argument("-c", "--concurrency", type=int, default=10, help="rows in flight at once (default 10)")
+    batch.add_argument("--checkpoint", metavar="FILE", help="keep finished rows here; a rerun does only the rest")
+    batch.add_argument("--restart", action="store_true", help="start the --checkpoint over")
+    batch.add_argument("--cache", nargs="?", const=True, metavar="FILE",
+                       help="reuse identical answers (the user cache, or this SQLite file)")
+    batch.add_argument("--max-cost", type=float, metavar="USD", help="stop before spending more than this")
+
+
+def run(args: argparse.Namespace, out: TextIO) -> None:
+    """Read the input, run the batch through the accessor, write the result."""
+    if args.concurrency < 1:
+        raise BatchUsageError("--concurrency must be >= 1")
+    frame = read_table(Path(args.input))
+    if frame.empty:
+        raise BatchUsageError(f"{args.input} has no rows")
+    options: dict[str, Any] = {"concurrency": args.concurrency, **_agent_settings(args)}
+    for flag in ("checkpoint", "cache", "max_cost"):
+        if getattr(args, flag) is not None:
+            options[flag] = getattr(args, flag)
+    if args.restart:
+        options["restart"] = True
+    if args.labels is not None:
+        labels = [label.strip() for label in args.labels.split(",") if label.strip()]
+        new = frame.aiforge.classify(args.prompt, labels, **options).to_frame()
+    else:
+        output = model_from_schema(_load_schema(Path(args.schema))) if args.schema else None
+        new = frame.aiforge.map(args.prompt, output=output, **options)
+    batch = new.attrs["aiforge"]
+    result = frame.join(new.rename(columns={c: f"{c}_answer" for c in new.columns if c in frame.columns}))
+    if batch.failed:
+        result["error"] = batch.to_dataframe()["error"]
+    write_table(result, Path(args.output) if args.output else None, out)
+    print(
+        f"aiforge: {len(frame) - len(batch.failed)} of {len(frame)} rows answered, ${batch.total_cost:.4f}",
+        file=sys.stderr,
+    )
+
+
+def _agent_settings(args: argparse.Namespace) -> dict[str, Any]:
+    settings: dict[str, Any] = {"provider": args.provider, "quality": args.quality}
+    for flag, setting in (("model", "MODEL"), ("temperature", "TEMPERATURE"), ("max_tokens", "MAX_TOKENS")):
+        if getattr(args, flag) is not None:
+            settings[setting] = getattr(args, flag)
+    return {name: value for name, value in settings.items() if value is not None}
+
+
+def _format_of(path: Path) -> str:
+    kind = FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise BatchUsageError(f"{path}: use a .csv, .parquet or .jsonl file (got {path.suffix or 'no extension'!r})")
+    return kind
+
+
+def _require_pyarrow() -> None:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise BatchUsageError("Parquet files need pyarrow: pip install pyarrow") from None
+
+
+def read_table(path: Path) -> Any:
+    """The rows of a CSV, Parquet or JSONL file as a DataFrame."""
+    import pandas as pd
+
+    kind = _format_of(path)
+    if not path.is_file():
+        raise BatchUsageError(f"{path}: no such file")
+    if kind == "parquet":
+        _require_pyarrow()
+    try:
+        if kind == "csv":
+            return pd.read_csv(path)
+        if kind == "parquet":
+            return pd.read_parquet(path)
+        return pd.read_json(path, lines=True)
+    except (ValueError, OSError) as exc:
+        raise BatchUsageError(f"{path}: cannot read it as {kind}: {exc}") from None
+
+
+def write_table(frame: Any, path: Path | None, out: TextIO) -> None:
+    """``frame`` as CSV on ``out``, or in the format ``path``'s extension names."""
+    kind = _format_of(path) if path is not None else "csv"
+    if kind == "parquet":
+        _require_pyarrow()
+        frame.to_parquet(path)
+    elif kind == "jsonl":
+        text = frame.to_json(orient="records", lines=True, date_format="iso", force_ascii=False)
+        if path is None:
+            out.write(text)
+        else:
+            path.write_text(text, encoding="utf-8")
+    elif path is None:
+        frame.to_csv(out, index=False)
+    else:
+        frame.to_csv(path, index=False)
+
+
+def _load_schema(path: Path) -> dict[str, Any]:
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BatchUsageError(f"--schema {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise BatchUsageError(f"--schema {path}: not JSON: {exc}") from None
+    if not isinstance(schema, dict) or schema.get("type", "object") != "object" or not schema.get("properties"):
+        raise BatchUsageError(f"--schema {path}: give an object schema with properties (its fields become columns)")
+    return schema
+
+
+def model_from_schema(schema: dict[str, Any]) -> type:
+    """A pydantic model for an object schema: its properties' types (enums as Literal), required or optional."""
+    from pydantic import Field, create_model
+
+    required = set(schema.get("required", ()))
+    fields: dict[str, Any] = {}
+    for name, prop in schema["properties"].items():
+        kind: Any = _python_type(prop)
+        description = prop.get("description") if isinstance(prop, dict) else None
+        if name in required:
+            fields[name] = (kind, Field(description=description))
+        else:
+            fields[name] = (kind | None, Field(default=None, description=description))
+    title = str(schema.get("title") or "Row")
+    return create_model(title if title.isidentifier() else "Row", **fields)
+
+
+def _python_type(prop: Any) -> Any:
+    if not isinstance(prop, dict):
+        return Any
+    if prop.get("enum"):
+        return Literal[tuple(prop["enum"])]
+    if prop.get("type") == "array" and isinstance(prop.get("items"), dict):
+        return list[_python_type(prop["items"])]  # type: ignore[misc]
+    kind = prop.get("type")
+    return _JSON_TYPES.get(kind, Any) if isinstance(kind, str) else Any
