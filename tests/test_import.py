@@ -46,6 +46,7 @@ LAYERS = {
     "dataframes": 4,
     "jupyter": 5,
     "cli": 5,
+    "cli_batch": 5,
     "__init__": 5,
     "__main__": 5,
 }

@@ -1,0 +1,48 @@
+"""The batch progress bar: tqdm in a terminal; in a notebook, a widget that ends as one line of text.
+
+tqdm's notebook bar is a widget whose saved output keeps the text it had when first shown
+(``aiforge batch:   0%|  | 0/40``), so an executed notebook (nbval, nbconvert, a shared .ipynb)
+would show a bar stuck at 0%. Here the output is replaced by one line saying how far the bar got.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+DESCRIPTION = "aiforge batch"
+
+
+def progress_bar(total: int, desc: str = DESCRIPTION) -> Any:
+    """A tqdm bar over ``total`` items (``tqdm.auto`` picks the terminal or the notebook kind)."""
+    from tqdm.auto import tqdm
+    from tqdm.notebook import tqdm_notebook
+
+    if issubclass(tqdm, tqdm_notebook):
+        return _notebook_bar()(total=total, desc=desc, unit="item", leave=False, display=False)
+    return tqdm(total=total, desc=desc, unit="item", leave=False)
+
+
+@functools.cache
+def _notebook_bar() -> type:
+    from IPython.display import display
+    from tqdm.notebook import tqdm_notebook
+
+    class NotebookBar(tqdm_notebook):  # type: ignore[misc]
+        """tqdm's notebook bar, shown through a display handle that ends as the bar's final text."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._handle = None if self.disable else display(self.container, display_id=True)
+
+        def close(self) -> None:
+            if self.disable or self._handle is None:
+                super().close()
+                return
+            handle, self._handle = self._handle, None
+            super().close()
+            # No rate or time: the saved line is the same on every run (nbval compares outputs).
+            state = "done" if self.total is None or self.n >= self.total else "stopped"
+            handle.update({"text/plain": f"{self.desc}: {self.n}/{self.total} items, {state}"}, raw=True)
+
+    return NotebookBar

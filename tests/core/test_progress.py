@@ -1,0 +1,46 @@
+"""The batch progress bar: an executed notebook keeps one line saying how far it got, never a stale 0%."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from aiforge.core.progress import progress_bar
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def executed_outputs(source: str) -> list[dict]:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source)]
+    env = {k: v for k, v in os.environ.items() if k != "TQDM_DISABLE" and not k.startswith("AIFORGE_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute(env=env, cwd=str(REPO))
+    return notebook.cells[0].outputs
+
+
+def test_a_finished_and_a_stopped_bar_end_as_one_deterministic_line_each() -> None:
+    outputs = executed_outputs(
+        "from aiforge.core.progress import progress_bar\n"
+        "done = progress_bar(3)\nfor _ in range(3): done.update(1)\ndone.close()\n"
+        "stopped = progress_bar(4)\nstopped.update(1)\nstopped.close()\n"
+    )
+
+    shown = [o["data"] for o in outputs if o["output_type"] == "display_data"]
+    assert shown == [
+        {"text/plain": "aiforge batch: 3/3 items, done"},
+        {"text/plain": "aiforge batch: 1/4 items, stopped"},
+    ]
+
+
+def test_outside_a_notebook_it_is_tqdms_terminal_bar() -> None:
+    bar = progress_bar(2)
+    try:
+        assert type(bar).__module__.startswith("tqdm") and bar.total == 2 and not bar.leave
+    finally:
+        bar.close()
