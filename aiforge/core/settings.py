@@ -51,7 +51,7 @@ def _cache_value(value: Any) -> Any:
     """``AIFORGE_CACHE=true`` / ``0`` arrive as text: read the usual words as booleans, keep anything else a path."""
     if isinstance(value, str) and value.strip().lower() in _BOOLEAN_WORDS:
         return _BOOLEAN_WORDS[value.strip().lower()]
-    return value
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
 
 
 _BOOLEAN_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False,

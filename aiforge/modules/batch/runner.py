@@ -110,7 +110,7 @@ class BatchRun:
         self.over_budget = True
         self.errors[index] = BudgetExceededError(
             f"skipped: max_cost=${self.max_cost:g} would be passed (${self.spent:.4f} spent, "
-            f"{len(self.in_flight)} items in flight); run again with a larger max_cost to run it"
+            f"{len(self.in_flight)} in flight); run again with a larger max_cost to run it"
         )
         if self.progress is not None:
             self.progress.update(1)
