@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from aiforge import __version__, cli_batch
+from aiforge.core.render import truncation_note
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -70,6 +71,7 @@ def _turn(agent: Any, message: str, as_json: bool, out: TextIO) -> None:
         out.write(chunk)
         out.flush()
     out.write("\n")
+    out.write("".join(f"[{note}]\n" for note in filter(None, [truncation_note(agent.last_response)])))
 
 
 _HELP = """commands (handled here, never sent to the model):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -45,21 +46,26 @@ class Scores:
         return sum(needed) / len(needed) if needed else 0.0
 
 
+CONFIGS = ("old", "new; every tool offered", "new")
+"""Old defaults; the new sampling and loop guard with every tool offered; and with the tool gate too."""
+
+
 def agents(config: str) -> tuple[Any, Any]:
-    """A plain agent and one with the built-in tools, under ``config`` ("old" or "new")."""
+    """A plain agent and one with the built-in tools, under ``config`` (one of ``CONFIGS``)."""
     from aiforge import ChatAgent
     from aiforge.core.settings import load_settings
     from aiforge.providers.local import LocalProvider
     from aiforge.providers.local.defaults import OLD_TEMPERATURE
     from aiforge.tools import builtin_tools
 
-    if config == "new":
-        return ChatAgent(provider="local", memory="none"), ChatAgent(
-            provider="local", memory="none", tools=builtin_tools()
-        )
     provider = LocalProvider(load_settings(PROVIDER="local"))
-    provider.sampling, provider.loop_guard = {}, False
-    make = lambda **kw: ChatAgent(provider=provider, memory="none", TEMPERATURE=OLD_TEMPERATURE, **kw)  # noqa: E731
+    if config == "old":
+        provider.sampling, provider.loop_guard, provider.tool_gate = {}, False, False
+        overrides = {"TEMPERATURE": OLD_TEMPERATURE}
+    else:
+        provider.tool_gate = config == "new"
+        overrides = {}
+    make = lambda **kw: ChatAgent(provider=provider, memory="none", **overrides, **kw)  # noqa: E731
     return make(), make(tools=builtin_tools())
 
 
@@ -90,6 +96,7 @@ def evaluate(config: str, quick: bool = False) -> Scores:
         response = (tooled if uses_tools else plain).chat(item.prompt)
         scores.seconds += time.perf_counter() - started
         scores.items += 1
+        print(f"[{config}] {item.category}: {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
         scores.right[item.category].append(score(item, response))
         repeats = max_sentence_repeats(response.message)
         cut_loop = any(r.get("finish_reason") == "loop" for r in response.trace)
@@ -131,5 +138,6 @@ def table(results: dict[str, Scores]) -> str:
 
 def run(quick: bool) -> list[Row]:
     """Rows for ``bench/run.py``: each metric, old defaults as the peer."""
-    results = {name: evaluate(name, quick=quick) for name in ("old", "new")}
-    return [Row(GROUP, label, new, f"old: {old}") for label, (old, new) in lines(results)]
+    results = {name: evaluate(name, quick=quick) for name in CONFIGS}
+    return [Row(GROUP, label, new, f"old: {old}; new, every tool offered: {all_tools}")
+            for label, (old, all_tools, new) in lines(results)]

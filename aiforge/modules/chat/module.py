@@ -14,6 +14,7 @@ from aiforge.core.settings import check_overrides
 from aiforge.core.types import CallParams, ConfigError, Message
 from aiforge.modules.base import BaseModule
 from aiforge.modules.chat.agent import ChatAgentState, build_chat_graph
+from aiforge.modules.chat.arguments import checked_message, checked_positive
 from aiforge.modules.chat.cached_turns import TurnKeyBase, cache_marks, lookup
 from aiforge.modules.chat.memory import (
     MEMORY_MODES,
@@ -37,27 +38,6 @@ if TYPE_CHECKING:
     from aiforge.store import ResponseCache
 
 logger = logging.getLogger("aiforge.chat")
-
-
-def _check_positive(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return value
-
-
-def _check_message(message: Any) -> str:
-    if not isinstance(message, str):
-        raise ValueError(f"message must be a str, got {type(message).__name__}")
-    if not message.strip():
-        raise ValueError("message must not be empty or whitespace-only")
-    try:
-        message.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"message contains {message[exc.start]!r} at position {exc.start}, a lone surrogate that "
-            "cannot be sent as UTF-8 (text decoded with errors='surrogateescape'?)"
-        ) from None
-    return message
 
 
 class ChatAgent(BaseModule):
@@ -85,8 +65,8 @@ class ChatAgent(BaseModule):
     ) -> None:
         if memory not in MEMORY_MODES:
             raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_MODES))}; got {memory!r}")
-        self.memory_k = _check_positive("memory_k", memory_k)
-        self.max_tool_iterations = _check_positive("max_tool_iterations", max_tool_iterations)
+        self.memory_k = checked_positive("memory_k", memory_k)
+        self.max_tool_iterations = checked_positive("max_tool_iterations", max_tool_iterations)
         if isinstance(output_retries, bool) or not isinstance(output_retries, int) or output_retries < 0:
             raise ValueError(f"output_retries must be an integer >= 0, got {output_retries!r}")
         self.output_retries = output_retries
@@ -279,7 +259,7 @@ class ChatAgent(BaseModule):
         remember: bool = True,
         cache: ResponseCache | None = None,
     ) -> ChatResponse:
-        _check_message(message)
+        checked_message(message)
         spec = output_spec(output)
         started = time.perf_counter()
         async with conversation.lock:

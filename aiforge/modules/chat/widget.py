@@ -278,11 +278,14 @@ class ChatPanel:
         )
 
     def _update_footer(self) -> None:
+        from aiforge.core.render import truncation_note
+
         tracker = self.agent.cost_tracker
         last = self.last_response
         parts = []
         if last is not None:
             parts.append(f"last turn {last.input_tokens}+{last.output_tokens} tokens")
+            parts += filter(None, [truncation_note(last)])
         parts.append(f"session {tracker.total_tokens:,} tokens · ${tracker.session_total:.5f}")
         if tracker.unpriced_models:
             parts.append("some models unpriced")

@@ -39,6 +39,7 @@ from aiforge.providers.local.protocol import (
     repeats_a_call,
     reply_schema,
 )
+from aiforge.providers.local.tool_gate import relevant_tools
 from aiforge.providers.local.weights import resolve_model_path
 
 DEFAULT_MAX_TOKENS = 512
@@ -57,6 +58,7 @@ class _Run:
         self.usage = Usage()
         self.finish_reason: str | None = None
         self.error: dict[str, Any] | None = None
+        self.chunks = 0  # about one token each; the usage count when decoding was stopped before it
 
     def on_chunk(self, chunk: dict[str, Any]) -> bool:
         if "error" in chunk:
@@ -65,6 +67,7 @@ class _Run:
         for choice in chunk.get("choices") or ():
             content = (choice.get("delta") or {}).get("content")
             if content:
+                self.chunks += 1
                 self.loop.call_soon_threadsafe(self.deltas.put_nowait, content)
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
@@ -76,6 +79,10 @@ class _Run:
                 cached_input_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0),
             )
         return self.stop.is_set()
+
+    def final_usage(self) -> Usage:
+        """The engine's usage, or the chunks counted when decoding stopped before it was sent."""
+        return self.usage if self.usage.output_tokens else Usage(output_tokens=self.chunks)
 
 
 class LocalProvider(Provider):
@@ -96,6 +103,8 @@ class LocalProvider(Provider):
         """llama.cpp sampling fields sent with every request (``defaults.py``)."""
         self.loop_guard = True
         """Stop a reply that repeats itself (``loops.py``)."""
+        self.tool_gate = True
+        """Offer only the tools the latest user message could need (``tool_gate.py``)."""
 
     @classmethod
     def connection_key(cls, settings: Any) -> tuple[Any, ...]:
@@ -179,6 +188,8 @@ class LocalProvider(Provider):
         self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
     ) -> AsyncIterator[StreamEvent]:
         loop = asyncio.get_running_loop()
+        if tools and self.tool_gate:
+            tools = relevant_tools(tools, messages)
         request = self._request(messages, tools, params)
         output = params.output
         if not tools and output is None:
@@ -190,7 +201,7 @@ class LocalProvider(Provider):
                         yield shown
             if rest := guard.flush():
                 yield rest
-            yield self._completion(run, "".join(parts), [], run.usage, guard)
+            yield self._completion(run, "".join(parts), [], run.final_usage(), guard)
             return
         usage = Usage()
         answer_only = ANSWER_SCHEMA if output is None else reply_schema([], output)
@@ -206,7 +217,7 @@ class LocalProvider(Provider):
                         yield shown
             if rest := guard.flush():
                 yield rest
-            usage += run.usage
+            usage += run.final_usage()
             text, tool_calls = parse_reply(reply)
             # A small model tends to call again for a result it already has: make it answer.
             if not (tool_calls and repeats_a_call(tool_calls[0], messages)):

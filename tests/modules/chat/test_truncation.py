@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiforge.core.aio import run_sync
 from aiforge.core.render import truncation_note
-from tests.modules.chat.conftest import WireAgent
+from tests.modules.chat.conftest import WireAgent, make_wire_agent
 from tests.support.llm_server import LLMServer, Reply
 
 
@@ -51,3 +51,20 @@ def test_only_the_final_call_counts(srv: LLMServer, wire_agent: WireAgent, calc_
     srv.enqueue(Reply(tool_calls=[ToolCallSpec("calculator", {"expression": "2+2"})]), Reply("4"))
     response = wire_agent(tools=[calc_tool]).chat("2+2?")
     assert response.truncated is False
+
+
+def test_the_cli_and_the_notebook_footer_say_the_reply_was_cut(srv: LLMServer, monkeypatch) -> None:  # noqa: ANN001
+    import io
+
+    from aiforge.cli import main
+    from aiforge.jupyter.display import footer_text
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+    srv.enqueue(Reply("Once upon", stop_reason="length", usage={"output_tokens": 2}))
+    out = io.StringIO()
+    assert main(["chat", "-p", "openai", "--max-tokens", "2", "Tell me a story"], out=out) == 0
+    assert out.getvalue() == "Once upon\n[cut at 2 tokens; set MAX_TOKENS for more]\n"
+    srv.enqueue(Reply("Once upon", stop_reason="length", usage={"output_tokens": 2}))
+    response = make_wire_agent(srv, "openai").chat("Tell me a story")
+    assert footer_text(response).endswith("cut at 2 tokens; set MAX_TOKENS for more")
