@@ -181,3 +181,20 @@ def price_of(usage: Usage, model: str, overrides: Mapping[str, Any] | None = Non
     if price is None:
         return 0.0, False
     return price.cost_of(usage), True
+
+
+BATCH_DISCOUNT: Mapping[str, float] = MappingProxyType({"openai": 0.5, "anthropic": 0.5})
+"""The share of the list price a provider's Batch API bills, by provider name.
+
+OpenAI's Batch API and Anthropic's Message Batches bill every token, input and output, at 50 % of
+the standard rate (their pricing pages). A provider missing here pays the list price:
+``internal_gateway``, because what a gateway charges is its own (fix it with ``PRICES``).
+"""
+
+
+def batch_price_of(
+    usage: Usage, model: str, provider: str, overrides: Mapping[str, Any] | None = None
+) -> tuple[float, bool]:
+    """``(cost in USD, priced)`` of one request run through ``provider``'s Batch API."""
+    cost, priced = price_of(usage, model, overrides)
+    return cost * BATCH_DISCOUNT.get(provider, 1.0), priced

@@ -23,6 +23,7 @@ from aiforge.core.templates import RowTemplate, batch_prompts
 from aiforge.modules.batch.estimate import BatchEstimate, ItemPricer, item_pricer
 from aiforge.modules.batch.results import BatchFailure, BatchItem, BatchResult, MissingValueError
 from aiforge.modules.batch.runner import BatchInterrupted, BatchRun, KeptBatch, interrupted_note, keep, kept_batches
+from aiforge.modules.jobs.submit import SubmitsBatchJobs
 
 if TYPE_CHECKING:
     from aiforge.providers.base import Provider
@@ -37,7 +38,7 @@ def _progress_enabled(settings: AIForgeSettings) -> bool:
     return settings.PROGRESS_BAR and flag in ("", "0", "false", "no")
 
 
-class BaseModule(ABC):
+class BaseModule(SubmitsBatchJobs, ABC):
     """Settings, provider and cost tracking shared by aiforge modules.
 
     Subclasses implement ``arun`` and ``arun_stream``; the sync and batch forms come from here.

@@ -13,6 +13,8 @@ script invalid JSON::
 
     fake.enqueue(structured(Review(sentiment="pos", rating=5)), "not json", refusal("I can't."))
     assert fake.calls[0].params.output is OutputSpec.of(Review)
+
+``fake.batches`` drives its in-process Batch API (``agent.submit_batch``; see ``scripted_batch``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import pydantic_core
 
 from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, Usage, new_tool_call
 from aiforge.providers.base import Provider, StreamEvent
+from aiforge.providers.batch_api import BatchLimits
+from aiforge.providers.scripted_batch import ScriptedBatchAPI, ScriptedBatches
 
 _ids = itertools.count(1)
 _instance_ids = itertools.count(1)
@@ -128,6 +132,12 @@ class ScriptedProvider(Provider):
         self.chunk_size = chunk_size
         self.delay = delay
         self.calls: list[ScriptedCall] = []
+        self.batches = ScriptedBatches()
+        """The jobs of this provider's in-process Batch API and the knobs that drive them."""
+
+    def batch_api(self, limits: BatchLimits | None = None) -> ScriptedBatchAPI:
+        """This provider's in-process Batch API (``agent.submit_batch`` with no server)."""
+        return ScriptedBatchAPI(self, limits)
 
     @classmethod
     def connection_key(cls, settings: Any) -> tuple[Any, ...]:

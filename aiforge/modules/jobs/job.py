@@ -1,0 +1,279 @@
+"""``BatchJob``: items sent to a provider's Batch API (half price, answered within 24 hours).
+
+``agent.submit_batch(items)`` sends them and returns at once; ``status()``, ``wait()``, ``cancel()``
+and ``results()`` follow the job. A submission over the provider's limits (requests per job, bytes)
+becomes several provider jobs, merged back in input order.
+
+The manifest (which jobs, which item is which) lives with the provider: ``job.id`` is the provider's
+job id, or the ids of a split job joined by ``,``; each request's ``custom_id`` is ``item-<position>``.
+``BatchJob.attach(job.id, agent=...)`` after a kernel restart finds everything again; the item texts
+come back from OpenAI's input file or the scripted provider, and for Anthropic (which returns no
+inputs) from ``items=`` given again. With ``checkpoint=`` the finished items are also recorded there,
+so ``run_batch(items, checkpoint=...)`` afterwards runs only the items that failed or never ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aiforge.core.aio import run_sync
+from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
+from aiforge.core.templates import RowTemplate, batch_prompts
+from aiforge.core.types import AIForgeError
+from aiforge.modules.batch.results import BatchFailure, BatchResult, MissingValueError
+from aiforge.modules.jobs.requests import batch_requests, call_params, index_of, to_result
+from aiforge.providers.batch_api import BatchLimits, BatchStatus, ItemNotRunError, ProviderBatchAPI, batch_api_for
+
+if TYPE_CHECKING:
+    from aiforge.modules.base import BaseModule
+
+JOB_ID_SEPARATOR = ","
+DEFAULT_POLL_INTERVAL = 30.0
+"""Seconds between status calls in ``wait``: Batch API jobs take minutes to hours."""
+
+
+class JobNotFinishedError(AIForgeError):
+    """``results()`` of a job that is still running; ``wait()`` first."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobStatus:
+    """A job as last seen: its state over all its provider jobs, and request counts."""
+
+    state: str
+    """``running``, ``cancelling``, or when final ``completed``, ``expired``, ``cancelled`` or ``failed``."""
+    total: int
+    succeeded: int
+    failed: int
+    jobs: tuple[BatchStatus, ...]
+
+    @property
+    def done(self) -> int:
+        return self.succeeded + self.failed
+
+    @property
+    def final(self) -> bool:
+        return all(job.final for job in self.jobs)
+
+    def __str__(self) -> str:
+        return f"{self.state}: {self.succeeded} ok, {self.failed} failed of {self.total} requests"
+
+
+def _summary(jobs: tuple[BatchStatus, ...]) -> JobStatus:
+    states = {job.state for job in jobs}
+    state = next((s for s in ("running", "cancelling", "failed", "expired", "cancelled") if s in states), "completed")
+    return JobStatus(
+        state=state,
+        total=sum(j.total for j in jobs),
+        succeeded=sum(j.succeeded for j in jobs),
+        failed=sum(j.failed for j in jobs),
+        jobs=jobs,
+    )
+
+
+class BatchJob:
+    """Items of one ``submit_batch`` call, running in a provider's Batch API."""
+
+    def __init__(
+        self, module: BaseModule, api: ProviderBatchAPI, ids: list[str], *, inputs: list[str] | None,
+        index: Any = None, output: OutputSpec | None = None, missing: dict[int, str] | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.module = module
+        self.api = api
+        self.ids = ids
+        """The provider's job ids (several when the submission was split)."""
+        self.inputs = inputs
+        self.index = index
+        self.output = output
+        self.missing = missing or {}
+        self.checkpoint = checkpoint
+        self.params = call_params(module, output)
+        self.not_run: list[BatchFailure] = []
+        """After ``results()``: the items the provider never ran (job expired, cancelled or failed)."""
+        self._started = time.monotonic()
+        self._last: dict[str, BatchStatus] = {}
+
+    @property
+    def id(self) -> str:
+        """What ``BatchJob.attach`` takes: the provider's job id, or a split job's ids joined by ``,``."""
+        return JOB_ID_SEPARATOR.join(self.ids)
+
+    def __repr__(self) -> str:
+        return f"BatchJob(id={self.id!r}, provider={self.module.provider_name!r})"
+
+    # -- following the job ------------------------------------------------------------------
+
+    async def astatus(self) -> JobStatus:
+        jobs = tuple(await asyncio.gather(*(self.api.status(job_id) for job_id in self.ids)))
+        self._last.update((job.id, job) for job in jobs)
+        return _summary(jobs)
+
+    def status(self) -> JobStatus:
+        """Where the job is now (one status call per provider job)."""
+        return run_sync(self.astatus())
+
+    async def acancel(self) -> JobStatus:
+        for job_id in self.ids:
+            last = self._last.get(job_id)
+            if last is None or not last.final:
+                self._last[job_id] = await self.api.cancel(job_id)
+        return _summary(tuple(self._last[job_id] for job_id in self.ids))
+
+    def cancel(self) -> JobStatus:
+        """Ask the provider to stop; items it has not run end as not run (see ``not_run``)."""
+        return run_sync(self.acancel())
+
+    async def await_results(
+        self, *, progress: bool = True, poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float | None = None
+    ) -> BatchResult:
+        bar = _progress_bar(self.module, progress)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                status = await self.astatus()
+                if bar is not None:
+                    bar.total = status.total
+                    bar.n = status.done
+                    bar.set_postfix_str(status.state, refresh=False)
+                    bar.refresh()
+                if status.final:
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError(f"batch job {self.id} still {status}; wait() again or attach later")
+                await asyncio.sleep(poll_interval)
+        finally:
+            if bar is not None:
+                bar.close()
+        return await self.aresults()
+
+    def wait(
+        self, *, progress: bool = True, poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float | None = None
+    ) -> BatchResult:
+        """Poll until the job is final, with a progress bar of its request counts; then ``results()``.
+
+        Ctrl-C stops waiting, never the job: ``wait()`` again, or ``BatchJob.attach(job.id, ...)`` later.
+        """
+        return run_sync(self.await_results(progress=progress, poll_interval=poll_interval, timeout=timeout))
+
+    # -- results ----------------------------------------------------------------------------
+
+    async def aresults(self) -> BatchResult:
+        status = await self.astatus()
+        if not status.final:
+            raise JobNotFinishedError(f"batch job {self.id} is {status}; call wait() first")
+        outcomes: dict[int, Any] = {}
+        state_of: dict[int, str] = {}
+        for job in status.jobs:
+            found = {} if job.state == "failed" else await self.api.results(job.id, self.params)
+            for key, outcome in found.items():
+                index = index_of(key)
+                if index is not None:
+                    outcomes[index], state_of[index] = outcome, job.state
+        inputs = self.inputs if self.inputs is not None else await self._recovered_inputs(outcomes)
+        result = BatchResult(
+            self.module.result_type(), inputs=inputs, wall_time_s=time.monotonic() - self._started,
+            index=self.index, output=self.output,
+        )
+        reason = next((job.state for job in status.jobs if job.state != "completed"), "failed")
+        for index, text in enumerate(inputs):
+            error: BaseException | None = MissingValueError(self.missing[index]) if index in self.missing else None
+            outcome = outcomes.get(index, ItemNotRunError(reason)) if error is None else None
+            if isinstance(outcome, BaseException):
+                error = outcome
+            elif outcome is not None:
+                try:
+                    result.results.append(to_result(self.module, outcome, self.output))
+                    result.indices.append(index)
+                    continue
+                except (OutputValidationError, OutputRefusedError) as exc:
+                    error = exc
+            result.failed.append(BatchFailure(index, text, error))  # type: ignore[arg-type]
+        self.not_run = [f for f in result.failed if isinstance(f.error, ItemNotRunError)]
+        self._record(result)
+        return result
+
+    def results(self) -> BatchResult:
+        """The items in input order: answers at the Batch API's price, failures with their errors.
+
+        An item the provider never ran fails with ``ItemNotRunError`` (also in ``job.not_run``).
+        """
+        return run_sync(self.aresults())
+
+    async def _recovered_inputs(self, outcomes: dict[int, Any]) -> list[str]:
+        texts: dict[int, str] = {}
+        for job_id in self.ids:
+            for key, text in (await self.api.inputs(job_id) or {}).items():
+                if (index := index_of(key)) is not None:
+                    texts[index] = text
+        count = max([*texts, *outcomes, *self.missing], default=-1) + 1
+        self.inputs = [texts.get(i, "") for i in range(count)]
+        return self.inputs
+
+    def _record(self, result: BatchResult) -> None:
+        """Write the finished items to the ``checkpoint`` ``run_batch`` reads for the same batch."""
+        if self.checkpoint is None:
+            return
+        # The very checkpoint run_batch opens for these inputs and settings.
+        checkpoint = self.module._checkpoint(
+            self.checkpoint, self.module._batch_fingerprint(result.inputs, self.output), False
+        )
+        for index, item in zip(result.indices, result.results, strict=True):
+            checkpoint.record(index, payload=item.to_payload())
+        for failure in result.failed:
+            if not isinstance(failure.error, MissingValueError):
+                checkpoint.record(failure.index, error=f"{type(failure.error).__name__}: {failure.error}")
+
+    # -- submitting and attaching -----------------------------------------------------------
+
+    @classmethod
+    async def asubmit(
+        cls, module: BaseModule, items: Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
+        checkpoint: str | os.PathLike[str] | None = None, limits: BatchLimits | None = None,
+    ) -> BatchJob:
+        spec = None if output is None else OutputSpec.of(output)
+        prompts = batch_prompts(items, prompt)
+        api = batch_api_for(module.provider, limits)
+        job = cls(module, api, [], inputs=prompts.texts, index=prompts.index, output=spec,
+                  missing=dict(prompts.missing), checkpoint=checkpoint)
+        texts = {i: text for i, text in enumerate(prompts.texts) if i not in prompts.missing}
+        entries = [api.encode(request) for request in batch_requests(module, texts, job.params)]
+        chunks = api.split(entries)
+        for part, chunk in enumerate(chunks, start=1):
+            metadata = {"aiforge_items": str(len(prompts.texts)), "aiforge_part": f"{part}/{len(chunks)}"}
+            job.ids.append((await api.submit(chunk, metadata)).id)
+        return job
+
+    @classmethod
+    def attach(
+        cls, job_id: str, *, agent: BaseModule, items: Any = None, prompt: str | RowTemplate | None = None,
+        output: Any = None, checkpoint: str | os.PathLike[str] | None = None, limits: BatchLimits | None = None,
+    ) -> BatchJob:
+        """The job ``job_id`` (a ``BatchJob.id``) again, e.g. after a kernel restart, through ``agent``.
+
+        Pass the same ``output=`` to get typed results; ``items=`` (and ``prompt=``) restore the item
+        texts where the provider keeps no inputs (Anthropic) and must be the items submitted.
+        """
+        spec = None if output is None else OutputSpec.of(output)
+        api = batch_api_for(agent.provider, limits)
+        inputs, index, missing = None, None, {}
+        if items is not None:
+            prompts = batch_prompts(items, prompt)
+            inputs, index, missing = prompts.texts, prompts.index, dict(prompts.missing)
+        ids = [part for part in job_id.split(JOB_ID_SEPARATOR) if part]
+        return cls(agent, api, ids, inputs=inputs, index=index, output=spec, missing=missing, checkpoint=checkpoint)
+
+
+def _progress_bar(module: BaseModule, progress: bool) -> Any:
+    # TQDM_DISABLE is read now, as run_batch reads it: tqdm itself reads it once, at import.
+    flag = os.environ.get("TQDM_DISABLE", "").strip().lower()
+    if not (progress and module.settings.PROGRESS_BAR and flag in ("", "0", "false", "no")):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=0, desc="aiforge batch job", unit="request", leave=False, disable=False)
+

@@ -1,0 +1,178 @@
+"""``submit_batch`` through the real openai and anthropic SDKs against the fake server's Batch APIs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from aiforge import ChatAgent
+from aiforge.core.types import BadRequestError
+from aiforge.modules.jobs import BatchJob, BatchLimits, ItemNotRunError, JobNotFinishedError
+from tests.support.llm_server import Fault, LLMServer, Reply
+
+KEYS = {"openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
+
+
+class Review(BaseModel):
+    sentiment: str
+    stars: int
+
+
+@pytest.fixture
+def srv() -> Iterator[LLMServer]:
+    with LLMServer(strict=True) as server:
+        yield server
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def protocol(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def _settings(srv: LLMServer, protocol: str) -> dict[str, Any]:
+    key, url = KEYS[protocol]
+    base = srv.openai_base_url if protocol == "openai" else srv.anthropic_base_url
+    return {"provider": protocol, key: "sk-test-SECRET", url: base, "MAX_RETRIES": 0}
+
+
+@pytest.fixture
+def make_agent(srv: LLMServer, protocol: str) -> Callable[..., ChatAgent]:
+    return lambda **kwargs: ChatAgent(**{**_settings(srv, protocol), **kwargs})
+
+
+def _batch_bodies(srv: LLMServer) -> list[dict[str, Any]]:
+    """What the fake Batch API ran, as live-call bodies (it adds ``stream: false``)."""
+    bodies = [dict(r.body) for r in srv.requests if r.headers.get("x-fake-batch") == "1"]
+    for body in bodies:
+        body.pop("stream")
+    return bodies
+
+
+def test_a_batch_job_answers_every_item_in_input_order(make_agent: Callable[..., ChatAgent]) -> None:
+    job = make_agent().submit_batch(["one", "two", "three"])
+    result = job.wait(poll_interval=0)
+    assert [r.message for r in result.results] == ["echo: one", "echo: two", "echo: three"]
+    assert result.indices == [0, 1, 2] and not result.failed
+    assert job.status().state == "completed"
+
+
+def test_each_request_is_the_json_a_live_call_sends(srv: LLMServer, make_agent: Callable[..., ChatAgent]) -> None:
+    srv.enqueue(*[Reply(output={"sentiment": "pos", "stars": 1})] * 2)
+    agent = make_agent(system_prompt="Answer in French.")
+    agent.submit_batch(["hello"], output=Review).wait(poll_interval=0)
+    agent.run("hello", output=Review)
+    live = dict(srv.requests[-1].body)
+    assert _batch_bodies(srv) == [live]
+
+
+def test_batch_cost_is_half_the_live_cost(make_agent: Callable[..., ChatAgent]) -> None:
+    agent = make_agent()
+    batched = agent.submit_batch(["price me"]).wait(poll_interval=0).results[0]
+    live = agent.run("price me")
+    assert live.cost > 0
+    assert batched.cost == pytest.approx(live.cost / 2)
+    assert (batched.input_tokens, batched.output_tokens) == (live.input_tokens, live.output_tokens)
+
+
+def test_structured_output_comes_back_validated(srv: LLMServer, make_agent: Callable[..., ChatAgent]) -> None:
+    srv.enqueue(Reply(output={"sentiment": "pos", "stars": 5}), Reply(output={"sentiment": "neg"}))
+    result = make_agent().submit_batch(["great", "awful"], output=Review).wait(poll_interval=0)
+    assert result.results[0].output == Review(sentiment="pos", stars=5)
+    assert type(result.failed[0].error).__name__ == "OutputValidationError"
+    stars = result.to_dataframe()["stars"]
+    assert stars.iloc[0] == 5 and stars.isna().iloc[1]
+
+
+def test_a_job_over_the_limits_is_split_and_merged(srv: LLMServer, make_agent: Callable[..., ChatAgent]) -> None:
+    srv.batches.max_requests = 2  # the server refuses bigger jobs: the split must hold
+    job = make_agent().submit_batch([f"item {i}" for i in range(5)], limits=BatchLimits(2, 10**6))
+    assert len(job.ids) == 3 and job.id == ",".join(job.ids)
+    result = job.wait(poll_interval=0)
+    assert [r.message for r in result.results] == [f"echo: item {i}" for i in range(5)]
+
+
+def test_a_job_is_split_by_size_too(make_agent: Callable[..., ChatAgent]) -> None:
+    job = make_agent().submit_batch(["x" * 300, "y" * 300, "z"], limits=BatchLimits(100, 1000))
+    assert len(job.ids) == 2
+    assert len(job.wait(poll_interval=0).results) == 3
+
+
+def test_a_failed_request_fails_only_its_item(srv: LLMServer, make_agent: Callable[..., ChatAgent]) -> None:
+    srv.enqueue(Reply(text="first"), Fault(status=400, message="no such thing"), Reply(text="third"))
+    result = make_agent().submit_batch(["a", "b", "c"]).wait(poll_interval=0)
+    assert [r.message for r in result.results] == ["first", "third"]
+    failure = result.failed[0]
+    assert failure.index == 1 and isinstance(failure.error, BadRequestError)
+    assert failure.error.status_code == 400 and "no such thing" in str(failure.error)
+
+
+def test_an_expired_job_reports_the_items_it_did_not_run(srv: LLMServer, make_agent: Callable[..., ChatAgent]) -> None:
+    srv.batches.expire_after = 1
+    job = make_agent().submit_batch(["a", "b", "c"])
+    result = job.wait(poll_interval=0)
+    assert job.status().state == "expired"
+    assert [r.message for r in result.results] == ["echo: a"]
+    assert [f.index for f in job.not_run] == [1, 2]
+    assert all(isinstance(f.error, ItemNotRunError) and f.error.reason == "expired" for f in job.not_run)
+
+
+def test_a_cancelled_job_reports_the_items_it_did_not_run(srv: LLMServer, make_agent: Callable[..., ChatAgent]) -> None:
+    srv.batches.polls = 6  # one item answered per status call
+    job = make_agent().submit_batch([f"item {i}" for i in range(6)])
+    while job.status().done == 0:
+        pass
+    with pytest.raises(JobNotFinishedError):
+        job.results()
+    assert job.cancel().state in ("cancelling", "cancelled")
+    result = job.wait(poll_interval=0)
+    assert job.status().state == "cancelled"
+    ran = len(result.results)
+    assert [r.message for r in result.results] == [f"echo: item {i}" for i in range(ran)]
+    assert [f.index for f in job.not_run] == list(range(ran, 6)) and ran < 6
+    assert {f.error.reason for f in job.not_run} == {"cancelled"}
+
+
+def test_a_job_over_the_servers_limit_is_refused(srv: LLMServer, protocol: str,
+                                                make_agent: Callable[..., ChatAgent]) -> None:
+    srv.batches.max_requests = 1
+    if protocol == "anthropic":  # the create call is refused
+        with pytest.raises(BadRequestError, match="at most 1"):
+            make_agent().submit_batch(["a", "b"])
+        return
+    job = make_agent().submit_batch(["a", "b"])  # OpenAI: the batch fails validation
+    status = job.status()
+    assert status.state == "failed" and "too_many_requests" in (status.jobs[0].error or "")
+    job.results()
+    assert [f.error.reason for f in job.not_run] == ["failed", "failed"]
+
+
+def test_a_new_agent_attaches_to_a_running_job(srv: LLMServer, protocol: str,
+                                              make_agent: Callable[..., ChatAgent]) -> None:
+    srv.batches.polls = 2
+    items = ["first", "second", None]
+    job_id = make_agent().submit_batch(items).id
+    items_again = items if protocol == "anthropic" else None  # Anthropic returns no inputs
+    job = BatchJob.attach(job_id, agent=make_agent(), items=items_again)
+    result = job.wait(poll_interval=0)
+    assert result.inputs[:2] == ["first", "second"]
+    assert [r.message for r in result.results] == ["echo: first", "echo: second"]
+
+
+def test_a_job_submitted_by_another_process_is_picked_up(srv: LLMServer, protocol: str) -> None:
+    script = textwrap.dedent(f"""
+        from aiforge import ChatAgent
+        agent = ChatAgent(**{_settings(srv, protocol)!r})
+        print(agent.submit_batch(["from the dead kernel", "again"]).id)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    job_id = done.stdout.strip().splitlines()[-1]
+    items = ["from the dead kernel", "again"] if protocol == "anthropic" else None
+    result = BatchJob.attach(job_id, agent=ChatAgent(**_settings(srv, protocol)), items=items).wait(poll_interval=0)
+    assert [r.message for r in result.results] == ["echo: from the dead kernel", "echo: again"]
+    assert result.inputs == ["from the dead kernel", "again"]
