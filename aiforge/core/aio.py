@@ -21,7 +21,7 @@ from aiforge.core.types import Interrupted
 
 T = TypeVar("T")
 
-INTERRUPTED = "interrupted: the call was cancelled"
+INTERRUPTED = "the call was cancelled"
 
 _thread_state = threading.local()
 _background_loop: asyncio.AbstractEventLoop | None = None

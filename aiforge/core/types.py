@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------------------
 
 
-def _short_traceback(exc: BaseException) -> list[str]:
+def _short_traceback(exc: BaseException, name: str | None = None) -> list[str]:
     """IPython's ``_render_traceback_``: the error as one line, or the full traceback for ``%tb``."""
     # IPython calls the hook for the cell's output, for its history store and again for %tb;
     # only %tb (IPython.core.magics.execution's ``tb``) is a request for the frames.
@@ -34,7 +34,7 @@ def _short_traceback(exc: BaseException) -> list[str]:
         if code.co_name == "tb" and code.co_filename.endswith(os.path.join("magics", "execution.py")):
             return [line.rstrip("\n") for line in traceback.format_exception(exc)]
         frame = frame.f_back
-    return [f"{type(exc).__name__}: {exc}", "(%tb shows the full traceback)"]
+    return [f"{name or type(exc).__name__}: {exc}", "(%tb shows the full traceback)"]
 
 
 class AIForgeError(Exception):
@@ -63,11 +63,11 @@ class ConfigError(AIForgeError, ValueError):
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (or a kernel interrupt) stopped an aiforge call, which was cancelled and cleaned up.
 
-    Still a ``KeyboardInterrupt``; IPython shows it as its one-line message.
+    Still a ``KeyboardInterrupt``, and IPython shows it as one: ``KeyboardInterrupt: <message>``.
     """
 
     def _render_traceback_(self) -> list[str]:
-        return _short_traceback(self)
+        return _short_traceback(self, "KeyboardInterrupt")
 
 
 class ProviderError(AIForgeError):

@@ -38,9 +38,9 @@ def test_tb_still_shows_the_full_traceback(shell: InteractiveShell) -> None:
 
 def test_an_interrupt_is_one_line_and_still_a_keyboard_interrupt(shell: InteractiveShell) -> None:
     with capture_output() as captured:
-        shell.run_cell("raise Interrupted('interrupted: the call was cancelled')")
+        shell.run_cell("raise Interrupted('the call was cancelled')")
 
-    assert captured.stdout.strip().splitlines()[0] == "Interrupted: interrupted: the call was cancelled"
+    assert captured.stdout.strip().splitlines()[0] == "KeyboardInterrupt: the call was cancelled"
     assert issubclass(Interrupted, KeyboardInterrupt)
 
 

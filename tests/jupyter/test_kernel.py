@@ -113,3 +113,29 @@ def test_panel_turn_runs_on_the_kernel_loop_and_a_stop_click_cancels_it(kernel: 
         " len(panel.agent.history))"
     )
     assert state == "False True True 0\n"
+
+
+def test_interrupting_agent_chat_outside_the_magics_ends_in_one_line(kernel: Kernel) -> None:
+    kernel.run(
+        "import asyncio, aiforge\n"
+        "async def slow_llm(messages, **params):\n    await asyncio.sleep(30)\n    return 'late'\n"
+        "aiforge.register_provider('slow_llm', slow_llm)\nslow = ChatAgent(provider='slow_llm')"
+    )
+
+    messages = kernel.run("slow.chat('take your time')", interrupt_after=1.0)
+
+    (error,) = [m for m in messages if m["msg_type"] == "error"]
+    assert error["content"]["traceback"] == [
+        "KeyboardInterrupt: the call was cancelled",
+        "(%tb shows the full traceback)",
+    ]
+    assert kernel.output("print(len(slow.history))") == "0\n"  # the turn was undone
+
+
+def test_an_aiforge_error_outside_the_magics_is_one_line_in_the_kernel(kernel: Kernel) -> None:
+    messages = kernel.run("ChatAgent(provider='scripted', TEMPRATURE=0.2)")
+
+    (error,) = [m for m in messages if m["msg_type"] == "error"]
+    assert error["content"]["traceback"][0] == (
+        "ConfigError: unknown setting 'TEMPRATURE' (keyword argument). Did you mean TEMPERATURE?"
+    )
