@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from aiforge import ChatAgent
 from aiforge.core.output import OutputRefusedError
+from aiforge.core.types import ConfigError
 from tests.support.llm_server import Fault, LLMServer, Reply, ToolCallSpec
 
 KEY = "sk-test-key-never-stored-0123456789"
@@ -180,3 +181,18 @@ def test_a_cache_setting_from_the_environment_reads_booleans_and_paths(monkeypat
     assert load_settings().CACHE is False
     monkeypatch.setenv("AIFORGE_CACHE", "~/replies.sqlite")
     assert load_settings().CACHE == "~/replies.sqlite"
+
+
+def test_chat_agent_cache_argument_sets_the_cache(srv: LLMServer, tmp_path: Path) -> None:
+    for _ in range(2):
+        chatty = ChatAgent(
+            provider="openai", OPENAI_API_KEY=KEY, OPENAI_BASE_URL=srv.openai_base_url, cache=tmp_path / "c.sqlite"
+        )
+        chatty.chat("hi")
+    assert srv.request_count == 1 and chatty.last_response.cached
+    assert chatty.response_cache.stats().hits == 1
+
+
+def test_a_cache_value_that_is_no_store_is_a_clear_error(srv: LLMServer) -> None:
+    with pytest.raises(ConfigError, match="CACHE"):
+        agent(srv, CACHE=3)

@@ -165,3 +165,17 @@ def test_ctrl_c_keeps_the_finished_rows_and_says_so_in_one_line(srv: LLMServer) 
 
 def test_batch_interrupted_is_a_keyboard_interrupt() -> None:
     assert issubclass(BatchInterrupted, KeyboardInterrupt)
+
+
+def test_the_accessor_passes_checkpoint_and_restart_to_run_batch(srv: LLMServer, tmp_path: Path) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"review": ITEMS[:4]}, index=[10, 11, 12, 13])
+    path = tmp_path / "reviews.sqlite"
+    first = frame.aiforge.map("Summarise: {review}", agent=agent(srv), checkpoint=path)
+    again = frame.aiforge.map("Summarise: {review}", agent=agent(srv), checkpoint=path)
+    assert again.equals(first) and srv.request_count == 4
+    with pytest.raises(CheckpointMismatchError):
+        frame.aiforge.map("Shorten: {review}", agent=agent(srv), checkpoint=path)
+    frame.aiforge.map("Shorten: {review}", agent=agent(srv), checkpoint=path, restart=True)
+    assert srv.request_count == 8
