@@ -104,3 +104,22 @@ def test_parquet_without_pyarrow_says_how_to_install_it(tmp_path, capsys: pytest
     code, _ = run("batch", str(source), "--prompt", "x", "-p", "scripted")
 
     assert code == 2 and capsys.readouterr().err == "aiforge: error: Parquet files need pyarrow: pip install pyarrow\n"
+
+
+def test_a_failed_row_keeps_its_error_and_the_others_their_answers(tmp_path) -> None:
+    from aiforge import register_provider
+
+    def flaky(messages: list[dict[str, str]], **params: object) -> str:
+        if "beta" in messages[-1]["content"]:
+            raise RuntimeError("backend down")
+        return "fine"
+
+    register_provider("flaky", flaky)
+    source = tmp_path / "notes.csv"
+    source.write_text("note\nalpha\nbeta\n", encoding="utf-8")
+
+    code, out = run("batch", str(source), "--prompt", "{note}", "-p", "flaky", "--max-tokens", "5")
+
+    header, first, second = out.splitlines()
+    assert code == 0 and header == "note,response,error"
+    assert first == "alpha,fine," and second.startswith("beta,,") and "backend down" in second

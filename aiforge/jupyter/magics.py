@@ -131,7 +131,9 @@ class ChatMagics(Magics):
         """Chat with an LLM: the cell body (``%%chat``) or the rest of the line (``%chat``) is the message.
 
         ``{name}``, ``{obj.attr}``, ``{items[0]}`` and ``{table['key']}`` are replaced by notebook
-        variables (nothing is evaluated; ``{{``/``}}`` are literal braces). The answer streams into
+        variables (nothing is evaluated; ``{{``/``}}`` are literal braces); a DataFrame or Series is
+        sent as ``aiforge.describe(df)`` (``CONTEXT_MAX_TOKENS``), ``{df:full}`` sends the whole table,
+        and what was sent is first in ``_chat.trace``. The answer streams into
         the output and ends as Markdown with a footer (model, tokens, cost, latency, tools); the
         ``ChatResponse`` is stored as ``_chat`` (with ``--output``, the validated object is
         ``_chat.output``). Examples::
@@ -141,6 +143,9 @@ class ChatMagics(Magics):
 
             %%chat --output Review
             Classify this review: {review}
+
+            %%chat -t 0 --max-tokens 200
+            Which region is missing most prices? {sales}
 
             %chat -a support_agent What is our refund policy?
         """
