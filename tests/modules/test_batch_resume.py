@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from aiforge import ChatAgent
+from aiforge.core.types import Interrupted
 from aiforge.modules.batch.runner import BatchInterrupted
 from aiforge.store import CheckpointMismatchError
 from tests.support.llm_server import Fault, LLMServer, RecordedRequest, Reply
@@ -141,7 +142,7 @@ items = [f"row {i}" for i in range(20)]
 try:
     agent.run_batch(items, concurrency=4)
 except KeyboardInterrupt as exc:
-    print(type(exc).__name__, "|", exc, "|", exc._render_traceback_(), flush=True)
+    print(type(exc).__name__, "|", exc, "|", exc._render_traceback_()[0], flush=True)
 batch = agent.run_batch(items, concurrency=4)
 print(len(batch.results), len(batch.failed))
 """
@@ -159,12 +160,12 @@ def test_ctrl_c_keeps_the_finished_rows_and_says_so_in_one_line(srv: LLMServer) 
         "run_batch interrupted: 8 of 20 items finished and are kept; run the same call again to run only the "
         "other 12."
     )
-    assert out.splitlines() == [f"BatchInterrupted | {note} | ['KeyboardInterrupt: {note}']", "20 0"]
+    assert out.splitlines() == [f"BatchInterrupted | {note} | KeyboardInterrupt: {note}", "20 0"]
     assert meter.answered == Counter(ITEMS)
 
 
-def test_batch_interrupted_is_a_keyboard_interrupt() -> None:
-    assert issubclass(BatchInterrupted, KeyboardInterrupt)
+def test_batch_interrupted_is_aiforges_one_line_keyboard_interrupt() -> None:
+    assert issubclass(BatchInterrupted, Interrupted) and issubclass(BatchInterrupted, KeyboardInterrupt)
 
 
 def test_the_accessor_passes_checkpoint_and_restart_to_run_batch(srv: LLMServer, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiforge.core.types import Interrupted
 from aiforge.modules.batch.estimate import ItemPricer
 from aiforge.modules.batch.results import BudgetExceededError
 from aiforge.store import Checkpoint
@@ -31,11 +32,11 @@ KEPT_BATCHES = 4
 """Interrupted batches whose finished items a module keeps in memory (the oldest is dropped first)."""
 
 
-class BatchInterrupted(KeyboardInterrupt):
-    """Ctrl-C during ``run_batch``: the finished items are kept; the same call again runs only the rest."""
+class BatchInterrupted(Interrupted):
+    """Ctrl-C during ``run_batch``: the finished items are kept; the same call again runs only the rest.
 
-    def _render_traceback_(self) -> list[str]:
-        return [f"KeyboardInterrupt: {self}"]
+    A ``KeyboardInterrupt`` that IPython shows as one line (``%tb`` keeps the frames).
+    """
 
 
 @dataclass(slots=True)
