@@ -12,18 +12,15 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
+from aiforge.core.config_file import CONFIG_ENV_VAR, YamlConfig, config_path, load_yaml
 from aiforge.core.logs import register_secret
 from aiforge.core.types import ConfigError
 
-CONFIG_FILE_NAME = "aiforge.yaml"
-CONFIG_ENV_VAR = "AIFORGE_CONFIG"
 ENV_PREFIX = "AIFORGE_"
 
 Quality = Literal["high", "medium", "low"]
@@ -164,73 +161,11 @@ _FIELDS = frozenset(AIForgeSettings.model_fields)
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _YamlConfig:
-    path: Path
-    values: dict[str, Any]
-    lines: dict[str, int]
-
-
-_yaml_cache: dict[Path, tuple[float, int, _YamlConfig]] = {}
-
-
-def config_path() -> Path | None:
-    """The YAML file in effect: ``$AIFORGE_CONFIG``, else ``./aiforge.yaml`` if it exists."""
-    explicit = os.environ.get(CONFIG_ENV_VAR)
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ConfigError(
-                f"{CONFIG_ENV_VAR} points at {str(path)!r}, which is not a readable file; "
-                f"fix the path or unset {CONFIG_ENV_VAR}."
-            )
-        return path
-    path = Path.cwd() / CONFIG_FILE_NAME
-    return path if path.is_file() else None
-
-
-def _load_yaml(path: Path) -> _YamlConfig:
-    import yaml
-
-    try:
-        stat = path.stat()
-        cached = _yaml_cache.get(path)
-        if cached and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
-            return cached[2]
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}") from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"invalid YAML in {where}: {problem}") from None
-    except RecursionError:
-        raise ConfigError(f"invalid YAML in {path}: nested too deeply") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of setting names to values")
-    lines: dict[str, int] = {}
-    if node is not None and hasattr(node, "value") and isinstance(node.value, list):
-        for key_node, value_node in node.value:
-            lines[str(key_node.value)] = key_node.start_mark.line + 1
-            if isinstance(value_node, yaml.MappingNode):  # the chat: section's keys, as chat.<key>
-                for inner, _ in value_node.value:
-                    lines[f"{key_node.value}.{inner.value}"] = inner.start_mark.line + 1
-    config = _YamlConfig(path, {str(k): v for k, v in data.items()}, lines)
-    _yaml_cache[path] = (stat.st_mtime, stat.st_size, config)
-    return config
-
-
 class _YamlSource(PydanticBaseSettingsSource):
     def __init__(self, settings_cls: type[BaseSettings]) -> None:
         super().__init__(settings_cls)
         path = config_path()
-        self.config = _load_yaml(path) if path else None
+        self.config = load_yaml(path) if path else None
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
         raise NotImplementedError  # __call__ is overridden
@@ -249,7 +184,7 @@ def _suggest(name: str) -> str:
     return f" Did you mean {close[0]}?" if close else ""
 
 
-def _where(field: str, overrides: dict[str, Any], yaml_config: _YamlConfig | None) -> str:
+def _where(field: str, overrides: dict[str, Any], yaml_config: YamlConfig | None) -> str:
     if field in overrides:
         return f"keyword argument {field}="
     env_names = [ENV_PREFIX + field, *([field] if field in _STANDARD_ENV else [])]
@@ -323,7 +258,7 @@ def load_settings(**overrides: Any) -> AIForgeSettings:
     unreadable file.
     """
     path = config_path()
-    yaml_config = _load_yaml(path) if path else None
+    yaml_config = load_yaml(path) if path else None
     overrides = check_overrides(overrides)
     _check_environment()
     if yaml_config is not None:
