@@ -183,12 +183,13 @@ def price_of(usage: Usage, model: str, overrides: Mapping[str, Any] | None = Non
     return price.cost_of(usage), True
 
 
-BATCH_DISCOUNT: Mapping[str, float] = MappingProxyType({"openai": 0.5, "anthropic": 0.5})
+BATCH_DISCOUNT: Mapping[str, float] = MappingProxyType({"openai": 0.5, "anthropic": 0.5, "scripted": 0.5})
 """The share of the list price a provider's Batch API bills, by provider name.
 
 OpenAI's Batch API and Anthropic's Message Batches bill every token, input and output, at 50 % of
-the standard rate (their pricing pages). A provider missing here pays the list price:
-``internal_gateway``, because what a gateway charges is its own (fix it with ``PRICES``).
+the standard rate (their pricing pages); the scripted provider's in-process Batch API does the same,
+so a billed stand-in (not ``free``) shows the saving offline. A provider missing here pays the list
+price: ``internal_gateway``, because what a gateway charges is its own (fix it with ``PRICES``).
 """
 
 

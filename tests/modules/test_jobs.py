@@ -58,13 +58,14 @@ def test_progress_follows_the_jobs_counts(fake: ScriptedProvider, monkeypatch: p
     seen: list[tuple[int, int, str]] = []
 
     class RecordingBar:
-        def __init__(self, **kwargs: object) -> None:
-            self.total, self.n, self.state = 0, 0, ""
+        def __init__(self, total: int, **kwargs: object) -> None:
+            self.total, self.n, self.state = total, 0, ""
 
         def set_postfix_str(self, state: str, refresh: bool = True) -> None:
             self.state = state
 
-        def refresh(self) -> None:
+        def update(self, n: int) -> None:
+            self.n += n
             seen.append((self.n, self.total, self.state))
 
         def close(self) -> None:

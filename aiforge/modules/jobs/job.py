@@ -131,16 +131,15 @@ class BatchJob:
     async def await_results(
         self, *, progress: bool = True, poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float | None = None
     ) -> BatchResult:
-        bar = _progress_bar(self.module, progress)
+        bar = None
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             while True:
                 status = await self.astatus()
+                bar = bar or _progress_bar(self.module, progress, status.total)
                 if bar is not None:
-                    bar.total = status.total
-                    bar.n = status.done
                     bar.set_postfix_str(status.state, refresh=False)
-                    bar.refresh()
+                    bar.update(status.done - bar.n)
                 if status.final:
                     break
                 if deadline is not None and time.monotonic() >= deadline:
@@ -268,12 +267,11 @@ class BatchJob:
         return cls(agent, api, ids, inputs=inputs, index=index, output=spec, missing=missing, checkpoint=checkpoint)
 
 
-def _progress_bar(module: BaseModule, progress: bool) -> Any:
+def _progress_bar(module: BaseModule, progress: bool, total: int) -> Any:
     # TQDM_DISABLE is read now, as run_batch reads it: tqdm itself reads it once, at import.
     flag = os.environ.get("TQDM_DISABLE", "").strip().lower()
     if not (progress and module.settings.PROGRESS_BAR and flag in ("", "0", "false", "no")):
         return None
-    from tqdm.auto import tqdm
+    from aiforge.core.progress import progress_bar
 
-    return tqdm(total=0, desc="aiforge batch job", unit="request", leave=False, disable=False)
-
+    return progress_bar(total, desc="aiforge batch job")
