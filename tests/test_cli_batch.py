@@ -123,3 +123,13 @@ def test_a_failed_row_keeps_its_error_and_the_others_their_answers(tmp_path) -> 
     header, first, second = out.splitlines()
     assert code == 0 and header == "note,response,error"
     assert first == "alpha,fine," and second.startswith("beta,,") and "backend down" in second
+
+
+def test_batch_cache_file_answers_a_rerun_without_asking(sentiment_provider: list[str], tmp_path) -> None:
+    argv = ("batch", REVIEWS, "--prompt", "Sentiment of: {review}", "--labels", "pos,neg", "-p", "sentiment",
+            "--cache", str(tmp_path / "cache.sqlite"))
+
+    first = run(*argv)
+    second = run(*argv)
+
+    assert first == second and first[0] == 0 and len(sentiment_provider) == 60
