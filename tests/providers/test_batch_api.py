@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from aiforge import ChatAgent
-from aiforge.core.types import BadRequestError
+from aiforge.core.types import BadRequestError, ProviderError
 from aiforge.modules.jobs import BatchJob, BatchLimits, ItemNotRunError, JobNotFinishedError
 from tests.support.llm_server import Fault, LLMServer, Reply
 
@@ -176,3 +176,30 @@ def test_a_job_submitted_by_another_process_is_picked_up(srv: LLMServer, protoco
     result = BatchJob.attach(job_id, agent=ChatAgent(**_settings(srv, protocol)), items=items).wait(poll_interval=0)
     assert [r.message for r in result.results] == ["echo: from the dead kernel", "echo: again"]
     assert result.inputs == ["from the dead kernel", "again"]
+
+
+def test_no_key_reaches_the_job_its_files_or_its_errors(srv: LLMServer, make_agent: Callable[..., ChatAgent]) -> None:
+    srv.enqueue(Fault(status=400, message="rejected"))
+    job = make_agent().submit_batch(["a", "b"])
+    result = job.wait(poll_interval=0)
+    stored = b"".join(f["content"] for f in srv.batches.files.values())
+    seen = [repr(job), job.id, str(job.status()), repr(result.failed), str(result.to_dataframe().to_dict())]
+    assert b"sk-test-SECRET" not in stored and not any("sk-test-SECRET" in text for text in seen)
+
+
+def test_a_gateway_serving_the_batch_api_gets_jobs_at_its_list_price(srv: LLMServer) -> None:
+    agent = ChatAgent(provider="internal_gateway", GATEWAY_BASE_URL=srv.openai_base_url, GATEWAY_MODEL="gpt-4o-mini")
+    batched = agent.submit_batch(["hi"]).wait(poll_interval=0).results[0]
+    assert batched.message == "echo: hi"
+    assert batched.cost > 0
+    assert batched.cost == pytest.approx(agent.run("hi").cost)  # a gateway's own prices: no discount assumed
+
+
+def test_a_split_submission_that_fails_part_way_cancels_the_parts_sent(
+    srv: LLMServer, make_agent: Callable[..., ChatAgent]
+) -> None:
+    srv.batches.max_file_bytes = 1500  # the second part is over the server's size limit
+    with pytest.raises(ProviderError, match="too large"):
+        make_agent().submit_batch(["short", "x" * 2000], limits=BatchLimits(1, 10**6))
+    (first,) = srv.batches.batches.values()
+    assert first.cancel_requested

@@ -15,6 +15,7 @@ so ``run_batch(items, checkpoint=...)`` afterwards runs only the items that fail
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -242,9 +243,16 @@ class BatchJob:
         texts = {i: text for i, text in enumerate(prompts.texts) if i not in prompts.missing}
         entries = [api.encode(request) for request in batch_requests(module, texts, job.params)]
         chunks = api.split(entries)
-        for part, chunk in enumerate(chunks, start=1):
-            metadata = {"aiforge_items": str(len(prompts.texts)), "aiforge_part": f"{part}/{len(chunks)}"}
-            job.ids.append((await api.submit(chunk, metadata)).id)
+        try:
+            for part, chunk in enumerate(chunks, start=1):
+                metadata = {"aiforge_items": str(len(prompts.texts)), "aiforge_part": f"{part}/{len(chunks)}"}
+                job.ids.append((await api.submit(chunk, metadata)).id)
+        except BaseException:
+            # The caller gets an error and no job: parts already submitted must not run (and bill) unseen.
+            for job_id in job.ids:
+                with contextlib.suppress(Exception):
+                    await api.cancel(job_id)
+            raise
         return job
 
     @classmethod
