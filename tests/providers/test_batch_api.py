@@ -203,3 +203,12 @@ def test_a_split_submission_that_fails_part_way_cancels_the_parts_sent(
         make_agent().submit_batch(["short", "x" * 2000], limits=BatchLimits(1, 10**6))
     (first,) = srv.batches.batches.values()
     assert first.cancel_requested
+
+
+def test_cancelling_a_job_that_already_ended_keeps_its_results(srv: LLMServer,
+                                                               make_agent: Callable[..., ChatAgent]) -> None:
+    agent = make_agent()
+    job = agent.submit_batch(["a"])
+    BatchJob.attach(job.id, agent=agent).wait(poll_interval=0)  # another handle saw it end
+    assert job.cancel().state == "completed"
+    assert [r.message for r in job.results().results] == ["echo: a"]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.core.aio import run_sync
 from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
 from aiforge.core.templates import RowTemplate, batch_prompts
-from aiforge.core.types import AIForgeError
+from aiforge.core.types import AIForgeError, ProviderError
 from aiforge.modules.batch.results import BatchFailure, BatchResult, MissingValueError
 from aiforge.modules.jobs.requests import batch_requests, call_params, index_of, to_result
 from aiforge.providers.batch_api import BatchLimits, BatchStatus, ItemNotRunError, ProviderBatchAPI, batch_api_for
@@ -122,7 +122,12 @@ class BatchJob:
         for job_id in self.ids:
             last = self._last.get(job_id)
             if last is None or not last.final:
-                self._last[job_id] = await self.api.cancel(job_id)
+                try:
+                    self._last[job_id] = await self.api.cancel(job_id)
+                except ProviderError:
+                    self._last[job_id] = await self.api.status(job_id)
+                    if not self._last[job_id].final:  # not "it ended meanwhile": a real failure
+                        raise
         return _summary(tuple(self._last[job_id] for job_id in self.ids))
 
     def cancel(self) -> JobStatus:
@@ -137,7 +142,8 @@ class BatchJob:
         try:
             while True:
                 status = await self.astatus()
-                bar = bar or _progress_bar(self.module, progress, status.total)
+                if bar is None:
+                    bar = _progress_bar(self.module, progress and not status.final, status.total)
                 if bar is not None:
                     bar.set_postfix_str(status.state, refresh=False)
                     bar.update(status.done - bar.n)
