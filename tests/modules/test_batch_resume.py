@@ -180,3 +180,25 @@ def test_the_accessor_passes_checkpoint_and_restart_to_run_batch(srv: LLMServer,
         frame.aiforge.map("Shorten: {review}", agent=agent(srv), checkpoint=path)
     frame.aiforge.map("Shorten: {review}", agent=agent(srv), checkpoint=path, restart=True)
     assert srv.request_count == 8
+
+
+def test_ctrl_c_in_a_running_loop_like_a_kernel_keeps_the_finished_rows(srv: LLMServer) -> None:
+    srv.default = meter = Metered(answer_first=8)
+    same = agent(srv)
+
+    def interrupt_when_stuck() -> None:
+        if srv.wait_for_requests(8 + CONCURRENCY, timeout=60):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    async def cell() -> object:  # a Jupyter cell: run_batch goes through aiforge's background loop
+        threading.Thread(target=interrupt_when_stuck, daemon=True).start()
+        with pytest.raises(BatchInterrupted, match="8 of 20 items finished and are kept"):
+            same.run_batch(ITEMS, concurrency=CONCURRENCY)
+        return same.run_batch(ITEMS, concurrency=CONCURRENCY)
+
+    # Not asyncio.run: it turns SIGINT into a task cancellation; a kernel raises KeyboardInterrupt.
+    loop = asyncio.new_event_loop()
+    try:
+        assert_complete(loop.run_until_complete(cell()), meter)
+    finally:
+        loop.close()
