@@ -65,7 +65,8 @@ def agents(config: str) -> tuple[Any, Any]:
     else:
         provider.tool_gate = config == "new"
         overrides = {}
-    make = lambda **kw: ChatAgent(provider=provider, memory="none", **overrides, **kw)  # noqa: E731
+    # Two tool rounds: the old defaults otherwise spend up to 74 s an item calling tools again and again.
+    make = lambda **kw: ChatAgent(provider=provider, memory="none", max_tool_iterations=2, **overrides, **kw)  # noqa: E731
     return make(), make(tools=builtin_tools())
 
 

@@ -6,7 +6,10 @@ of 4 tries (9.2 s to the first token; without tools, "Rome" in 0.2 to 1.5 s). So
 offered, a free lexical check keeps the tools the latest user message is about: one sharing a word
 with the tool's name, description or argument names, and any tool about arithmetic when the message
 holds a calculation ("1234 * 5678"). A message about none of them is answered as plain chat.
-``bench/eval_local`` measured this against offering every tool (bench/results.md).
+``bench/eval_local`` (bench/results.md), every tool offered -> this gate, new sampling defaults both:
+chit-chat and facts answered without a tool 0% -> 88%, tool precision 50% -> 89%, recall 100% both,
+1.71 s an item instead of 5.12. Tool answers stay wrong (0 of 8 either way): the model writes bad
+calculator expressions.
 """
 
 from __future__ import annotations
@@ -35,10 +38,14 @@ def _about(tool: ToolSpec) -> str:
 
 
 def relevant_tools(tools: list[ToolSpec], messages: list[Message]) -> list[ToolSpec]:
-    """The tools the latest user message could need (all of them once the turn has called one)."""
-    latest = next((m for m in reversed(messages) if m["role"] in ("user", "tool")), None)
-    if latest is None or latest["role"] == "tool":
-        return tools  # mid-turn: the model is reading a result and may chain another call
+    """The tools the latest user message could need, also while the turn reads their results.
+
+    Offering every tool once a result is in made the model call ``current_time`` after the
+    calculator and answer with a timestamp.
+    """
+    latest = next((m for m in reversed(messages) if m["role"] == "user"), None)
+    if latest is None:
+        return tools
     text = (latest.get("content") or "").lower()
     words, calculation = _words(text), _CALCULATION.search(text) is not None
     kept = []
