@@ -143,7 +143,9 @@ def _value_prompts(values: list[Any], names: list[Any], template: RowTemplate | 
     if template is not None:
         template.check(names)
         _check_names_a_field(template)
-        return _row_prompts([dict.fromkeys(names, value) for value in values], template, index)
+        rows = [dict.fromkeys(names, value) for value in values]
+        # A named Series' missing value is reported by its name ("missing value: text"), whichever field asked.
+        return _row_prompts(rows, template, index, shown={VALUE_FIELD: names[-1]})
     for i, value in enumerate(values):
         if not (isinstance(value, str) or _is_missing(value)):
             raise ValueError(
@@ -154,10 +156,12 @@ def _value_prompts(values: list[Any], names: list[Any], template: RowTemplate | 
     return BatchPrompts(["" if i in missing else value for i, value in enumerate(values)], missing, index)
 
 
-def _row_prompts(rows: list[dict[Any, Any]], template: RowTemplate, index: Any) -> BatchPrompts:
+def _row_prompts(
+    rows: list[dict[Any, Any]], template: RowTemplate, index: Any, shown: dict[str, Any] | None = None
+) -> BatchPrompts:
     missing = {}
     for i, row in enumerate(rows):
-        empty = [name for name in template.fields if _is_missing(row[name])]
+        empty = dict.fromkeys(str((shown or {}).get(name, name)) for name in template.fields if _is_missing(row[name]))
         if empty:
             missing[i] = f"missing value: {', '.join(empty)}"
     return BatchPrompts([template.fill(row) for row in rows], missing, index)

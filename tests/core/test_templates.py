@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiforge.core.templates import RowTemplate
+from aiforge.core.templates import RowTemplate, batch_prompts
 
 
 def test_fields_are_the_named_columns_in_order_without_repeats() -> None:
@@ -108,3 +108,10 @@ def test_fill_equals_str_format_for_plain_fields(row: dict[str, str], literal: s
     literal = literal.replace("{", "{{").replace("}", "}}")
     template_text = literal + "".join("{" + name + "}" + literal for name in row)
     assert RowTemplate(template_text).fill(row) == template_text.format_map(row)
+
+
+def test_a_named_series_reports_its_missing_value_by_its_name() -> None:
+    texts = pd.Series(["Ann, 31, Oslo", None], name="text")
+    assert batch_prompts(texts, "Extract from: {value}").missing == {1: "missing value: text"}
+    assert batch_prompts(texts, "Extract from: {text}").missing == {1: "missing value: text"}
+    assert batch_prompts(pd.Series(["a", None]), "x {value}").missing == {1: "missing value: value"}
