@@ -23,6 +23,7 @@ EXPECTED = [
     "06_magics",
     "07_chat_panel",
     "08_providers_and_config",
+    "09_structured_output",
     "10_batch_at_scale",
 ]
 KNOWN_TAGS = {"nbval-ignore-output", "nbval-check-output", "nbval-skip", "raises-exception"}
