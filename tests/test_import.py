@@ -9,7 +9,7 @@ from pathlib import Path
 
 import aiforge
 
-HEAVY = ("openai", "anthropic", "langgraph", "langchain_core", "pandas", "ipywidgets", "xllamacpp", "httpx")
+HEAVY = ("openai", "anthropic", "langgraph", "langchain_core", "pandas", "ipywidgets", "xllamacpp", "httpx", "dask")
 
 
 def imported_after(code: str) -> set[str]:

@@ -1,8 +1,8 @@
-"""Register ``df.aiforge`` when pandas is loaded, without ``import aiforge`` importing pandas.
+"""Register ``df.aiforge`` when pandas is loaded (``ddf.aiforge`` when dask.dataframe is), importing neither.
 
-If pandas is imported already, the accessor is registered at once. Otherwise a finder on
-``sys.meta_path`` waits for the first ``import pandas``, removes itself, and wraps pandas' own loader so
-the accessor is registered right after pandas has finished executing. Stdlib only, so it costs nothing.
+If the library is imported already, its accessor is registered at once. Otherwise a finder on
+``sys.meta_path`` waits for the first import of it, removes itself, and wraps the library's own loader so
+the accessor is registered right after the library has finished executing. Stdlib only, so it costs nothing.
 """
 
 from __future__ import annotations
@@ -18,39 +18,54 @@ ACCESSOR_MODULE = "aiforge.dataframes.accessor"
 
 
 def register_accessor_with_pandas() -> None:
-    """Register the accessor now if pandas is loaded, else when it is."""
-    if "pandas" in sys.modules:
-        _register()
-    elif not any(isinstance(finder, _PandasImportFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _PandasImportFinder())
+    """Register each accessor now if its library is loaded, else when it is (pandas, then dask.dataframe)."""
+    for finder in (_PandasImportFinder, _DaskImportFinder):
+        if finder.library in sys.modules:
+            _register(finder.accessor)
+        elif not any(isinstance(waiting, finder) for waiting in sys.meta_path):
+            sys.meta_path.insert(0, finder())
 
 
-def _register() -> None:
+def _register(accessor: str) -> None:
     try:
-        importlib.import_module(ACCESSOR_MODULE)
+        importlib.import_module(accessor)
     except Exception as exc:  # noqa: BLE001 - a broken accessor must never break `import pandas`
-        warnings.warn(f"aiforge could not register the pandas accessor: {exc!r}", stacklevel=2)
+        warnings.warn(f"aiforge could not register the accessor {accessor}: {exc!r}", stacklevel=2)
 
 
-class _PandasImportFinder:
-    """Finds nothing itself: hands pandas' spec on with a loader that registers after executing it."""
+class _ImportFinder:
+    """Finds nothing itself: hands the library's spec on with a loader that registers after executing it."""
+
+    library = ""
+    accessor = ""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "pandas":
+        if name != self.library:
             return None
         if self in sys.meta_path:
             sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.loader is not None:
-            spec.loader = _RegisteringLoader(spec.loader)
+            spec.loader = _RegisteringLoader(spec.loader, self.accessor)
         return spec
 
 
-class _RegisteringLoader:
-    """pandas' loader, then the registration; pandas is left with its own loader."""
+class _PandasImportFinder(_ImportFinder):
+    library = "pandas"
+    accessor = ACCESSOR_MODULE
 
-    def __init__(self, loader: Any) -> None:
+
+class _DaskImportFinder(_ImportFinder):
+    library = "dask.dataframe"
+    accessor = "aiforge.dataframes.dask_accessor"
+
+
+class _RegisteringLoader:
+    """The library's loader, then the registration; the library is left with its own loader."""
+
+    def __init__(self, loader: Any, accessor: str) -> None:
         self._loader = loader
+        self._accessor = accessor
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
@@ -63,4 +78,4 @@ class _RegisteringLoader:
         if module.__spec__ is not None:
             module.__spec__.loader = self._loader
         self._loader.exec_module(module)
-        _register()
+        _register(self._accessor)

@@ -1,0 +1,217 @@
+"""``ddf.aiforge``: map, classify, filter and extract on a Dask DataFrame, lazily, over ``partition_columns``.
+
+Each operation is one ``map_partitions`` with the right ``meta``, so ``.compute()``, ``.persist()`` and
+``.to_parquet()`` work and Dask's progress bar and dashboard show the partitions. It needs a
+``distributed.Client`` (a ``LocalCluster`` or a real cluster): the job's limits and its summary live on
+the scheduler. Nothing here runs a scheduler, queue or worker pool of its own.
+
+- Keys: a key never travels in the graph (a spec with one is a ``ValueError``). Workers read
+  ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` / ``AIFORGE_*`` from their own environment: a ``LocalCluster``
+  inherits the client's; on a cluster set them where workers start (a Kubernetes secret, the job script).
+- Global concurrency: one ``distributed.Semaphore`` of ``concurrency`` leases per job. A running partition
+  holds one lease, plus as many more as are free up to its share (``concurrency`` / worker threads), and runs
+  at most that many requests at once; so the requests in flight across the cluster never exceed ``concurrency``.
+- RPM / TPM: pacing is per process (``providers/pacing.py``), so a job's ``RPM=`` / ``TPM=`` are divided
+  among the worker processes at submission: the workers' ceilings add up to the limit. Each worker also
+  follows the server's remaining-count headers, which count every worker's requests against the key.
+- Faults: a worker killed mid-partition makes Dask run the partition again elsewhere; every row is in the
+  output exactly once. With ``checkpoint=DIR`` (one file per partition, on a filesystem every worker sees)
+  or a shared ``cache=``, the rows answered before the kill are not asked again.
+- Summary: each partition sends its costs, tokens and failures to a ``distributed.Queue``; after
+  ``compute()``, ``job_summary(result)`` gathers them into one ``JobSummary``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import dask.dataframe as dd
+import pandas as pd
+from dask.dataframe.extensions import register_dataframe_accessor
+
+from aiforge.dataframes.accessor import ATTRS_KEY, LABEL_COLUMN
+from aiforge.dataframes.partition import KEEP_COLUMN, PartitionSpec, partition_columns, partition_key, with_concurrency
+
+JOB_ATTRIBUTE = "_aiforge_job"
+"""Where a result of ``ddf.aiforge`` keeps its ``DaskJob`` (read by ``job_summary``)."""
+PACED_SETTINGS = ("RPM", "TPM")
+
+
+@dataclass(frozen=True)
+class DaskJob:
+    """One accessor call on the cluster, picklable: its semaphore, its summary queue, each partition's share."""
+
+    name: str
+    concurrency: int
+    share: int
+    """The most leases one partition takes: ``concurrency`` split among the worker threads."""
+
+    @property
+    def semaphore(self) -> str:
+        return f"{self.name}-in-flight"
+
+    @property
+    def queue(self) -> str:
+        return f"{self.name}-summary"
+
+
+@dataclass
+class JobSummary:
+    """The costs and failures of a whole Dask job, gathered from its partitions after ``compute()``."""
+
+    partitions: int = 0
+    rows: int = 0
+    failed: list[tuple[Any, str]] = field(default_factory=list)
+    """``(index label, "ErrorType: message")`` of every failed row."""
+    total_cost: float = 0.0
+    total_tokens: int = 0
+    cached: int = 0
+    """Rows answered by the response cache (or a checkpoint) instead of a request."""
+
+
+@register_dataframe_accessor("aiforge")
+class DaskOperations:
+    """``ddf.aiforge.map / classify / filter / extract``: the pandas accessor's operations, per partition."""
+
+    def __init__(self, data: dd.DataFrame) -> None:
+        self._data = data
+
+    def map(self, prompt: str, output: Any = None, concurrency: int = 10, **settings: Any) -> dd.DataFrame:
+        """A lazy DataFrame on the input's index: ``response``, or the fields of ``output``."""
+        return self._new_columns("map", concurrency, settings, prompt=prompt, output=output)
+
+    def classify(self, prompt: str, labels: Sequence[str], concurrency: int = 10, **settings: Any) -> dd.Series:
+        """A lazy categorical Series ``label`` of ``labels``."""
+        result = self._new_columns("classify", concurrency, settings, prompt=prompt, labels=labels)
+        return _keep_job(result[LABEL_COLUMN], result)
+
+    def filter(self, prompt: str, concurrency: int = 10, **settings: Any) -> dd.DataFrame:
+        """The rows for which the model answers true; failed rows are left out."""
+        spec, job = self._job("filter", concurrency, settings, prompt=prompt)
+        result = self._data.map_partitions(_kept_rows, spec, job, meta=self._data._meta)
+        setattr(result, JOB_ATTRIBUTE, job)
+        return result
+
+    def extract(self, column: str, output: Any, concurrency: int = 10, **settings: Any) -> dd.DataFrame:
+        """The fields of ``output`` extracted from the text column ``column``."""
+        if column not in self._data.columns:
+            raise ValueError(
+                f"extract: no column {column!r}; the columns are: {', '.join(map(repr, self._data.columns))}."
+            )
+        return self._new_columns("extract", concurrency, settings, output=output, column=column)
+
+    def _new_columns(self, operation: str, concurrency: int, settings: dict[str, Any], **what: Any) -> dd.DataFrame:
+        spec, job = self._job(operation, concurrency, settings, **what)
+        meta = spec.empty_columns(self._data._meta.index)
+        result = self._data.map_partitions(_job_columns, spec, job, meta=meta)
+        setattr(result, JOB_ATTRIBUTE, job)
+        return result
+
+    def _job(
+        self, operation: Any, concurrency: int, settings: dict[str, Any], **what: Any
+    ) -> tuple[PartitionSpec, DaskJob]:
+        from distributed import Queue, Semaphore, get_client
+
+        try:
+            client = get_client()
+        except ValueError:
+            raise ValueError(
+                "ddf.aiforge needs a distributed Client (Client() or Client(LocalCluster())): "
+                "the job's concurrency limit and summary live on its scheduler."
+            ) from None
+        processes = max(len(client.scheduler_info()["workers"]), 1)
+        threads = max(sum(client.nthreads().values()), 1)
+        for name in list(settings):
+            if name.upper() in PACED_SETTINGS and settings[name] is not None:
+                settings[name] = max(settings[name] // processes, 1)
+        spec = PartitionSpec.of(operation, concurrency=concurrency, **what, **settings)
+        job = DaskJob(f"aiforge-{uuid.uuid4().hex[:12]}", concurrency, max(concurrency // threads, 1))
+        # Made here, so the scheduler knows the limit before any partition asks for a lease.
+        Semaphore(max_leases=concurrency, name=job.semaphore)
+        Queue(job.queue)
+        return spec, job
+
+
+def job_summary(result: Any) -> JobSummary:
+    """The costs and failures of every partition of ``result`` (an ``ddf.aiforge`` result), after it ran.
+
+    Partitions that have not run yet are not counted; a partition Dask ran twice counts once.
+    """
+    from distributed import Queue
+
+    job: DaskJob | None = getattr(result, JOB_ATTRIBUTE, None)
+    if job is None:
+        raise ValueError("job_summary: pass what ddf.aiforge.map / classify / filter / extract returned.")
+    reports = _reports.setdefault(job.name, {})
+    queue = Queue(job.queue)
+    for report in queue.get(batch=True):
+        reports[report["partition"]] = report
+    summary = JobSummary(partitions=len(reports))
+    for report in reports.values():
+        summary.rows += report["rows"]
+        summary.failed += [tuple(failure) for failure in report["failed"]]
+        summary.total_cost += report["cost"]
+        summary.total_tokens += report["tokens"]
+        summary.cached += report["cached"]
+    return summary
+
+
+_reports: dict[str, dict[str, dict[str, Any]]] = {}
+"""The partition reports read so far, by job: the queue hands each report out once."""
+
+
+def _job_columns(part: pd.DataFrame, spec: PartitionSpec, job: DaskJob) -> pd.DataFrame:
+    if len(part) == 0:
+        return spec.empty_columns(part.index)
+    with _leases(job, len(part)) as held:
+        columns = partition_columns(part, with_concurrency(spec, held))
+    _report(part, columns, job)
+    columns.attrs.pop(ATTRS_KEY, None)
+    return columns
+
+
+def _kept_rows(part: pd.DataFrame, spec: PartitionSpec, job: DaskJob) -> pd.DataFrame:
+    return part[_job_columns(part, spec, job)[KEEP_COLUMN].to_numpy(dtype=bool)]
+
+
+@contextmanager
+def _leases(job: DaskJob, rows: int) -> Iterator[int]:
+    """Holds one lease of the job's semaphore (waiting for it) and any free ones up to the share; yields how many."""
+    from distributed import Semaphore
+
+    semaphore = Semaphore(max_leases=job.concurrency, name=job.semaphore)
+    semaphore.acquire()
+    held = 1
+    try:
+        # Only free leases on top of the first: a partition never waits holding some, so none can deadlock.
+        while held < min(job.share, rows) and semaphore.acquire(timeout=0):
+            held += 1
+        yield held
+    finally:
+        for _ in range(held):
+            semaphore.release()
+
+
+def _report(part: pd.DataFrame, columns: pd.DataFrame, job: DaskJob) -> None:
+    from distributed import Queue
+
+    batch = columns.attrs[ATTRS_KEY]
+    failed = [(part.index[f.index], f"{type(f.error).__name__}: {f.error}") for f in batch.failed]
+    report = {
+        "partition": partition_key(part),
+        "rows": len(part),
+        "failed": failed,
+        "cost": batch.total_cost,
+        "tokens": batch.total_tokens,
+        "cached": batch.cached,
+    }
+    Queue(job.queue).put(report)
+
+
+def _keep_job(series: dd.Series, source: Any) -> dd.Series:
+    setattr(series, JOB_ATTRIBUTE, getattr(source, JOB_ATTRIBUTE))
+    return series

@@ -1,0 +1,167 @@
+"""One pandas partition in, its new columns out, through ``run_batch``: what every engine's adapter calls.
+
+``partition_columns(part, spec)`` is pure in the sense engines need: it depends only on the partition and
+the picklable ``PartitionSpec`` (no client, no cluster), so Dask's ``map_partitions``, Ray Data's
+``map_batches(batch_format="pandas")`` and Spark's ``mapInPandas`` can all call it. The columns it returns:
+
+- ``map``: ``response`` (text), or the fields of ``output``;
+- ``extract``: the fields of ``output`` extracted from ``column``;
+- ``classify``: ``label``, a categorical of the labels;
+- ``filter``: ``keep``, a boolean (a failed row is False, as the pandas accessor leaves it out).
+
+The ``BatchResult`` of the partition is in the result's ``.attrs["aiforge"]``. The agent is built from
+``spec.settings`` once per process and reused by every partition with the same settings (an embedded model is
+loaded once per worker). A spec never carries an API key: workers read it from their environment, so it never
+travels in a task graph. ``checkpoint=`` names a directory: each partition keeps its own checkpoint file there,
+named by the partition's content, so a partition retried on another worker resumes from what was answered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import pandas as pd
+
+from aiforge.core.columns import OUTPUT_COLUMN, output_columns
+from aiforge.core.output import OutputSpec
+from aiforge.dataframes.accessor import (
+    ATTRS_KEY,
+    BATCH_OPTIONS,
+    LABEL_COLUMN,
+    RESPONSE_COLUMN,
+    _checked_labels,
+    _columns,
+    extraction_prompt,
+)
+
+if TYPE_CHECKING:
+    from aiforge.modules.base import BatchResult
+    from aiforge.modules.chat.module import ChatAgent
+
+Operation = Literal["map", "classify", "filter", "extract"]
+KEEP_COLUMN = "keep"
+"""``filter``'s column: whether the model answered true for the row."""
+
+_agents: dict[str, ChatAgent] = {}
+_agents_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    """What a partition is asked, picklable: operation, row template, ``output=`` type, agent settings, limits."""
+
+    operation: Operation
+    prompt: str
+    output: Any = None
+    labels: tuple[str, ...] = ()
+    column: str | None = None
+    concurrency: int = 10
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    """Keywords of ``ChatAgent(memory="none", ...)`` (never an API key)."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """``run_batch``'s ``cache``, ``checkpoint`` (a directory here), ``restart``, ``max_cost``."""
+
+    @classmethod
+    def of(
+        cls,
+        operation: Operation,
+        prompt: str | None = None,
+        *,
+        output: Any = None,
+        labels: Sequence[str] = (),
+        column: str | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> PartitionSpec:
+        """The spec of one accessor call: ``settings`` split into ``run_batch`` options and agent settings."""
+        # OPENAI_API_KEY, api_key, GATEWAY_API_KEY...: a spec travels in the task graph, a key must not.
+        secret = [name for name in settings if "api_key" in name.lower()]
+        if secret:
+            raise ValueError(
+                f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
+                "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
+            )
+        options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
+        if operation == "classify":
+            labels = _checked_labels(labels)
+            output = Literal[labels]  # type: ignore[valid-type]
+        elif operation == "filter":
+            output = bool
+        elif operation == "extract":
+            prompt = extraction_prompt(output)
+        if prompt is None:
+            raise ValueError(f"{operation}: give the row template, e.g. 'Summarise: {{review}}'.")
+        return cls(operation, prompt, output, tuple(labels), column, concurrency, dict(settings), options)
+
+    def empty_columns(self, index: pd.Index) -> pd.DataFrame:
+        """The columns of a partition with no row: the dtypes of every other partition's (Dask's ``meta``)."""
+        if self.operation == "classify":
+            return pd.DataFrame({LABEL_COLUMN: pd.Categorical([], categories=list(self.labels))}, index=index)
+        if self.operation == "filter":
+            return pd.DataFrame({KEEP_COLUMN: pd.Series([], dtype=bool)}, index=index)
+        if self.output is None:
+            return pd.DataFrame({RESPONSE_COLUMN: pd.array([], dtype="string")}, index=index)
+        return output_columns([], OutputSpec.of(self.output), index)
+
+
+def partition_columns(part: pd.DataFrame, spec: PartitionSpec) -> pd.DataFrame:
+    """The new columns of ``part`` (on its index) for ``spec``; its ``BatchResult`` in ``.attrs["aiforge"]``."""
+    if len(part) == 0:
+        return spec.empty_columns(part.index)
+    batch = run_partition(part, spec)
+    columns = _columns(batch)
+    if spec.operation == "classify":
+        columns = columns[[OUTPUT_COLUMN]].rename(columns={OUTPUT_COLUMN: LABEL_COLUMN})
+    elif spec.operation == "filter":
+        keep = columns[OUTPUT_COLUMN].fillna(False).to_numpy(dtype=bool)
+        columns = pd.DataFrame({KEEP_COLUMN: keep}, index=part.index)
+    columns.attrs[ATTRS_KEY] = batch
+    return columns
+
+
+def run_partition(part: pd.DataFrame, spec: PartitionSpec) -> BatchResult:
+    """``run_batch`` over the rows of ``part`` with the process's agent for ``spec.settings``."""
+    if spec.operation == "extract":
+        if spec.column not in part.columns:
+            columns = ", ".join(map(repr, part.columns))
+            raise ValueError(f"extract: no column {spec.column!r}; the columns are: {columns}.")
+        items: Any = part[spec.column]
+    else:
+        items = part
+    options = dict(spec.options)
+    if options.get("checkpoint") is not None:
+        folder = Path(options["checkpoint"])
+        folder.mkdir(parents=True, exist_ok=True)
+        options["checkpoint"] = folder / f"partition-{partition_key(part)}.sqlite"
+    agent = process_agent(spec.settings)
+    return agent.run_batch(
+        items, spec.concurrency, max(len(items), 1), output=spec.output, prompt=spec.prompt, **options
+    )
+
+
+def process_agent(settings: Mapping[str, Any]) -> ChatAgent:
+    """This process's agent for ``settings``, built on first use and reused (one embedded model per worker)."""
+    key = repr(sorted(settings.items()))
+    with _agents_lock:
+        agent = _agents.get(key)
+        if agent is None:
+            from aiforge.modules.chat.module import ChatAgent
+
+            agent = _agents[key] = ChatAgent(memory="none", **settings)
+    return agent
+
+
+def partition_key(part: pd.DataFrame) -> str:
+    """A digest of the partition's index and values: the same rows give the same key on any worker."""
+    hashed = pd.util.hash_pandas_object(part, index=True).to_numpy()
+    return hashlib.sha256(hashed.tobytes()).hexdigest()[:20]
+
+
+def with_concurrency(spec: PartitionSpec, concurrency: int) -> PartitionSpec:
+    """``spec`` running at most ``concurrency`` requests at once."""
+    return replace(spec, concurrency=concurrency)

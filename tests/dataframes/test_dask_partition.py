@@ -1,0 +1,100 @@
+"""partition_columns over plain pandas partitions, as Ray Data's map_batches and Spark's mapInPandas call it."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import aiforge  # noqa: F401 - registers the accessor
+from aiforge import ChatAgent
+from aiforge.dataframes.partition import PartitionSpec, partition_columns, process_agent
+from tests.support.llm_server import LLMServer, RecordedRequest, Reply
+
+KEY = "sk-partition-secret-42"
+
+
+def answer(request: RecordedRequest) -> Reply:
+    number = int(request.last_user_text.rsplit("#", 1)[1].split()[0])
+    if request.output_schema:
+        return Reply(output={"value": number % 2 == 0} if "properties" in request.output_schema else number % 2 == 0)
+    return Reply(text=f"echo {number}")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LLMServer]:
+    # One server for the module: the process's agent, built once, keeps the endpoint it was built with.
+    with LLMServer(default=answer) as srv:
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def environment(monkeypatch: pytest.MonkeyPatch, server: LLMServer) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+
+
+SETTINGS = {"provider": "openai", "model": "gpt-4o-mini", "MAX_RETRIES": 0}
+
+
+def rows(start: int, count: int) -> pd.DataFrame:
+    index = pd.Index(range(start, start + count), name="id")
+    return pd.DataFrame({"review": [f"review #{i}" for i in index]}, index=index)
+
+
+def test_partitions_give_the_pandas_accessors_columns_and_the_spec_is_picklable(server: LLMServer) -> None:
+    spec = pickle.loads(pickle.dumps(PartitionSpec.of("map", "Summarise: {review}", cache=False, **SETTINGS)))
+    frame = rows(0, 12)
+    # What Ray's ds.map_batches(fn, batch_format="pandas") or Spark's mapInPandas hands over: frames of rows.
+    parts = [partition_columns(frame.iloc[i : i + 5], spec) for i in range(0, 12, 5)]
+    agent = ChatAgent(memory="none", **SETTINGS)
+    expected = frame.aiforge.map("Summarise: {review}", agent=agent, cache=False)
+    pd.testing.assert_frame_equal(pd.concat(parts), expected)
+    assert parts[0].attrs["aiforge"].indices == [0, 1, 2, 3, 4]
+
+
+def test_filter_gives_a_keep_column_and_an_empty_partition_makes_no_call(server: LLMServer) -> None:
+    spec = PartitionSpec.of("filter", "Even? {review}", cache=False, **SETTINGS)
+    keep = partition_columns(rows(3, 4), spec)
+    assert keep["keep"].tolist() == [False, True, False, True]
+    server.reset()
+    empty = partition_columns(rows(0, 0), spec)
+    assert list(empty.columns) == ["keep"] and empty["keep"].dtype == bool and server.request_count == 0
+
+
+def test_the_agent_is_built_once_per_process_and_settings(server: LLMServer) -> None:
+    assert process_agent(SETTINGS) is process_agent(dict(SETTINGS))
+    assert process_agent(SETTINGS) is not process_agent({**SETTINGS, "model": "gpt-4o"})
+
+
+def test_a_checkpoint_directory_keeps_one_file_per_partition_and_a_rerun_asks_nothing(
+    server: LLMServer, tmp_path: Path
+) -> None:
+    spec = PartitionSpec.of("map", "{review}", cache=False, checkpoint=tmp_path / "ck", **SETTINGS)
+    first, second = rows(0, 3), rows(3, 3)
+    partition_columns(first, spec)
+    partition_columns(second, spec)
+    assert len(list((tmp_path / "ck").glob("partition-*.sqlite"))) == 2
+    server.reset()
+    again = partition_columns(second, spec)
+    assert server.request_count == 0 and again["response"].tolist() == ["echo 3", "echo 4", "echo 5"]
+
+
+def test_a_key_in_the_spec_is_refused() -> None:
+    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+        PartitionSpec.of("map", "{review}", OPENAI_API_KEY=KEY)
+
+
+def test_ddf_aiforge_is_registered_when_dask_is_imported_after_aiforge() -> None:
+    code = (
+        "import sys, aiforge; before = 'dask' in sys.modules; import dask.dataframe as dd; "
+        "waiting = any('ImportFinder' in type(f).__name__ for f in sys.meta_path); "
+        "print(before, hasattr(dd.DataFrame, 'aiforge'), waiting)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False True False"
