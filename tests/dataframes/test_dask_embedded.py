@@ -1,0 +1,50 @@
+"""The embedded model on a LocalCluster of 2 worker processes: one agent and one loaded model per worker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("distributed")
+
+import dask.dataframe as dd  # noqa: E402
+from distributed import Client, LocalCluster  # noqa: E402
+
+import aiforge  # noqa: E402,F401 - registers the accessors
+
+pytestmark = pytest.mark.embedded
+
+# One llama.cpp thread per worker: two workers fill the machine's two cores.
+SETTINGS = {"provider": "local", "LOCAL_THREADS": 1, "MAX_TOKENS": 8, "cache": False}
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Client]:
+    with (
+        LocalCluster(
+            processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        Client(cluster) as dask_client,
+    ):
+        yield dask_client
+
+
+def loaded_agents() -> list[tuple[int, bool]]:
+    """This worker's agents: (id, whether its model is in memory)."""
+    from aiforge.dataframes import partition
+
+    return [(id(agent), agent.provider.engine.loaded) for agent in partition._agents.values()]
+
+
+def test_each_worker_loads_the_model_once_and_reuses_its_agent(client: Client) -> None:
+    frame = pd.DataFrame({"city": ["Paris", "Rome", "Oslo", "Lima"]}, index=[10, 11, 12, 13])
+    ddf = dd.from_pandas(frame, npartitions=4)
+    first = ddf.aiforge.map("Say one word about {city}.", **SETTINGS).compute()
+    assert first.index.tolist() == [10, 11, 12, 13] and first["response"].notna().all()
+    agents = client.run(loaded_agents)
+    assert sorted(len(found) for found in agents.values()) == [1, 1], "each worker ran a partition"
+    assert all(found[0][1] for found in agents.values())
+    ddf.aiforge.classify("Is {city} a capital?", labels=["yes", "no"], **SETTINGS).compute()
+    assert client.run(loaded_agents) == agents
