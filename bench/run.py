@@ -35,6 +35,7 @@ GROUPS = {
     "throughput": "bench.throughput",
     "ratelimit": "bench.ratelimit",
     "eval_local": "bench.eval_local",
+    "dask": "bench.dask_scale",
 }
 PACKAGES = [
     "aiforge-kit",

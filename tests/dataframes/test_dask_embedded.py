@@ -13,11 +13,12 @@ import dask.dataframe as dd  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
 
 import aiforge  # noqa: E402,F401 - registers the accessors
+from aiforge.dataframes.dask_accessor import job_summary  # noqa: E402
 
 pytestmark = pytest.mark.embedded
 
 # One llama.cpp thread per worker: two workers fill the machine's two cores.
-SETTINGS = {"provider": "local", "LOCAL_THREADS": 1, "MAX_TOKENS": 8, "cache": False}
+SETTINGS = {"provider": "local", "LOCAL_THREADS": 1, "MAX_TOKENS": 32, "cache": False}
 
 
 @pytest.fixture(scope="module")
@@ -46,5 +47,8 @@ def test_each_worker_loads_the_model_once_and_reuses_its_agent(client: Client) -
     agents = client.run(loaded_agents)
     assert sorted(len(found) for found in agents.values()) == [1, 1], "each worker ran a partition"
     assert all(found[0][1] for found in agents.values())
-    ddf.aiforge.classify("Is {city} a capital?", labels=["yes", "no"], **SETTINGS).compute()
+    capital = ddf.aiforge.classify("Is {city} a capital?", labels=["yes", "no"], **SETTINGS)
+    answers = capital.compute()
+    assert answers.index.tolist() == [10, 11, 12, 13] and set(answers) <= {"yes", "no"}
+    assert job_summary(capital).failed == []
     assert client.run(loaded_agents) == agents
