@@ -6,6 +6,7 @@ import os
 import pickle
 import signal
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -176,6 +177,30 @@ def test_requests_in_flight_across_the_cluster_never_exceed_concurrency(client: 
         server.latency = 0.002
     # 2 workers each running a partition at a time: 1 lease each at least, 3 in all at most.
     assert 2 <= server.max_in_flight <= 3
+
+
+def set_pacing_window(seconds: float) -> None:
+    from aiforge.providers import pacing
+
+    pacing.WINDOW = seconds
+
+
+def test_rpm_is_shared_by_the_workers_so_together_they_stay_under_the_limit(client: Client, server: LLMServer) -> None:
+    # The limits' "minute" shrunk to 2 s on both sides; no headers, so only the RPM setting paces.
+    client.run(set_pacing_window, 2.0)
+    server.reset()
+    server.rpm, server.rate_window, server.rate_headers = 60, 2.0, False
+    try:
+        started = time.perf_counter()
+        result = dd.from_pandas(rows(150), npartitions=2).aiforge.map("{review}", RPM=60, **SETTINGS)
+        assert result.compute()["response"].notna().all()
+        wall = time.perf_counter() - started
+    finally:
+        server.rpm, server.rate_window, server.rate_headers = None, 60.0, True
+        client.run(set_pacing_window, 60.0)
+    # Each worker paces at 30 a window: 2 x 30 fit the server's 60; 2 x 60 would have met 429s.
+    assert server.rate_limited == 0
+    assert wall > 2.0
 
 
 @pytest.mark.slow
