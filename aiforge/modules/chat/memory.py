@@ -8,11 +8,20 @@ and a kept history always starts with a user message.
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import threading
+import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from aiforge.core.types import Message
+from aiforge.modules.chat.prompts import SUMMARIZE_MEMORY_PROMPT
+
+if TYPE_CHECKING:
+    from aiforge.modules.chat.runtime import Turn
+
+logger = logging.getLogger("aiforge.chat")
 
 MEMORY_MODES = ("buffer", "summary", "none")
 SUMMARY_MAX_WORDS = 500
@@ -119,3 +128,43 @@ class Conversation:
     history: list[Message] = field(default_factory=list)
     summary: str | None = None
     lock: TurnLock = field(default_factory=TurnLock)
+
+
+async def apply_memory(
+    conversation: Conversation, history: list[Message], *, mode: str, k: int, turn: Turn, trace: list[dict[str, Any]]
+) -> list[Message]:
+    """The history to keep after a turn: trimmed to ``k`` units (buffer), or older units summarised (summary).
+
+    The summary call runs on the turn's provider, is costed on the turn and traced; if it fails the
+    answer stands and the older messages are kept verbatim until a later turn summarises them.
+    """
+    if mode == "buffer":
+        return trim_to_units(history, k)
+    if len(history) <= 2 * k:
+        return history
+    older, recent = split_for_summary(history, k)
+    if not older:
+        return history
+    try:
+        conversation.summary = await _summarize(conversation.summary, older, turn, trace)
+    except Exception as exc:  # noqa: BLE001 - the answer is already good; retry next turn
+        logger.warning("summary of older messages failed (%s); keeping them verbatim for now", type(exc).__name__)
+        return history
+    return recent
+
+
+async def _summarize(previous: str | None, older: list[Message], turn: Turn, trace: list[dict[str, Any]]) -> str:
+    started = time.perf_counter()
+    prompt = SUMMARIZE_MEMORY_PROMPT.format(
+        max_words=SUMMARY_MAX_WORDS,
+        previous=f"Summary so far:\n{previous}\n" if previous else "",
+        transcript=transcript(older),
+    )
+    messages: list[Message] = [
+        {"role": "system", "content": "You write faithful, compact conversation summaries."},
+        {"role": "user", "content": prompt},
+    ]
+    runtime = turn.runtime
+    completion = await runtime.provider.complete(messages, None, runtime.params)
+    trace.append(turn.account(completion, kind="summary", node="summary", started=started))
+    return limit_words(completion.text)

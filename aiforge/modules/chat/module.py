@@ -16,16 +16,8 @@ from aiforge.modules.base import BaseModule
 from aiforge.modules.chat.agent import ChatAgentState, build_chat_graph
 from aiforge.modules.chat.arguments import checked_message, checked_positive
 from aiforge.modules.chat.cached_turns import TurnKeyBase, cache_marks, lookup
-from aiforge.modules.chat.memory import (
-    MEMORY_MODES,
-    SUMMARY_MAX_WORDS,
-    Conversation,
-    limit_words,
-    split_for_summary,
-    transcript,
-    trim_to_units,
-)
-from aiforge.modules.chat.prompts import DEFAULT_SYSTEM_PROMPT, SUMMARIZE_MEMORY_PROMPT, SUMMARY_PREFIX
+from aiforge.modules.chat.memory import MEMORY_MODES, Conversation, apply_memory
+from aiforge.modules.chat.prompts import DEFAULT_SYSTEM_PROMPT, SUMMARY_PREFIX
 from aiforge.modules.chat.runtime import AgentRuntime, Turn, TurnStream, final_call_truncated
 from aiforge.modules.chat.schemas import ChatResponse, ToolCallRecord
 from aiforge.modules.chat.structured import TurnOutcome, output_spec, run_turn
@@ -298,45 +290,13 @@ class ChatAgent(BaseModule):
         """Commit the turn to history (and memory) and make its response; the conversation lock is held."""
         if remember and self.memory_mode != "none":
             history = [*conversation.history, user, *outcome.produced]
-            history = await self._apply_memory(conversation, history, turn, outcome.trace)
+            history = await apply_memory(
+                conversation, history, mode=self.memory_mode, k=self.memory_k, turn=turn, trace=outcome.trace
+            )
             conversation.history = history
         response = self._response(conversation, outcome, turn, started)
         self.last_response = response
         return response
-
-    async def _apply_memory(
-        self, conversation: Conversation, history: list[Message], turn: Turn, trace: list[dict[str, Any]]
-    ) -> list[Message]:
-        if self.memory_mode == "buffer":
-            return trim_to_units(history, self.memory_k)
-        if len(history) <= 2 * self.memory_k:
-            return history
-        older, recent = split_for_summary(history, self.memory_k)
-        if not older:
-            return history
-        try:
-            conversation.summary = await self._summarize(conversation.summary, older, turn, trace)
-        except Exception as exc:  # noqa: BLE001 - the answer is already good; retry next turn
-            logger.warning("summary of older messages failed (%s); keeping them verbatim for now", type(exc).__name__)
-            return history
-        return recent
-
-    async def _summarize(
-        self, previous: str | None, older: list[Message], turn: Turn, trace: list[dict[str, Any]]
-    ) -> str:
-        started = time.perf_counter()
-        prompt = SUMMARIZE_MEMORY_PROMPT.format(
-            max_words=SUMMARY_MAX_WORDS,
-            previous=f"Summary so far:\n{previous}\n" if previous else "",
-            transcript=transcript(older),
-        )
-        messages: list[Message] = [
-            {"role": "system", "content": "You write faithful, compact conversation summaries."},
-            {"role": "user", "content": prompt},
-        ]
-        completion = await self.provider.complete(messages, None, self._runtime.params)
-        trace.append(turn.account(completion, kind="summary", node="summary", started=started))
-        return limit_words(completion.text)
 
     def _response(self, conversation: Conversation, outcome: TurnOutcome, turn: Turn, started: float) -> ChatResponse:
         trace = outcome.trace
