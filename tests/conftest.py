@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,12 +14,19 @@ UNREACHABLE = "http://127.0.0.1:9"
 
 
 @pytest.fixture(autouse=True)
-def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    """No aiforge.yaml, no AIFORGE_* or provider variables from the machine; never a real API."""
+def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Any, tmp_path_factory: Any) -> Iterator[None]:
+    """No aiforge.yaml, no AIFORGE_* or provider variables from the machine; never a real API; a private store."""
     for name in list(os.environ):
         if name.startswith("AIFORGE_") or name in _PROVIDER_ENV or name.startswith("LANGGRAPH_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("OPENAI_BASE_URL", UNREACHABLE)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", UNREACHABLE)
     monkeypatch.setenv("TQDM_DISABLE", "1")
+    # Logging is on by default: every test's turns go to its own store, never the user's data directory.
+    store = tmp_path_factory.mktemp("store")
+    monkeypatch.setenv("AIFORGE_STORE", str(store / "store.sqlite"))
     monkeypatch.chdir(tmp_path)
+    yield
+    from aiforge.store.db import close_shared
+
+    close_shared(store)

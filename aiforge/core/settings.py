@@ -121,6 +121,12 @@ class AIForgeSettings(BaseSettings):
     """Show a tqdm progress bar in ``run_batch`` (also off when TQDM_DISABLE is set)."""
     CACHE: Annotated[bool | str, BeforeValidator(_cache_value)] = False
     """Response cache: False (off), True (a SQLite file in the user's cache directory), a file path, or "memory"."""
+    STORE: Annotated[bool | str, BeforeValidator(_cache_value)] = True
+    """Sessions and the turn log: True (a SQLite file in the user's data directory), a path, "memory", False (off)."""
+    REPLAY: Literal["record", "replay", "auto"] | None = None
+    """Record provider exchanges to REPLAY_FILE, replay them from it, or "auto" (replay when recorded and no key)."""
+    REPLAY_FILE: str | None = None
+    """The cassette (JSONL) REPLAY reads and writes, e.g. notebooks/cassettes/11_sessions_and_logs.jsonl."""
 
     chat: ChatSection = Field(default_factory=ChatSection)
 

@@ -221,6 +221,16 @@ class Store:
         self._conn = self._open()
 
 
+def close_shared(under: str | os.PathLike[str]) -> None:
+    """Close and forget the shared stores of files under a folder (a test's temporary store)."""
+    folder = Path(under).resolve()
+    with _shared_lock:
+        for path, store in list(_shared.items()):
+            if store.path is not None and store.path.is_relative_to(folder):
+                store.close()
+                del _shared[path]
+
+
 def _primary_code(exc: sqlite3.Error) -> int:
     return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
 

@@ -38,6 +38,49 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (batch, idx)
         ) WITHOUT ROWID""",
     ),
+    (
+        # Sessions: one row per named conversation, replaced whole at the end of each turn (last turn wins).
+        """CREATE TABLE sessions (
+            name TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL,
+            history TEXT NOT NULL,
+            summary TEXT,
+            memory_mode TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            updated REAL NOT NULL
+        ) WITHOUT ROWID""",
+        # The log: one row per turn of any agent (batch items included).
+        """CREATE TABLE log (
+            id INTEGER PRIMARY KEY,
+            time REAL NOT NULL,
+            session TEXT,
+            conversation_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            prompt TEXT NOT NULL,
+            reply TEXT NOT NULL,
+            messages_in TEXT NOT NULL,
+            messages_out TEXT NOT NULL,
+            tool_calls TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cost REAL NOT NULL,
+            latency_ms REAL NOT NULL,
+            trace_id TEXT NOT NULL,
+            trace TEXT NOT NULL
+        )""",
+        "CREATE INDEX log_time ON log (time)",
+        "CREATE INDEX log_conversation ON log (conversation_id, id)",
+        # Full-text search over the prompt and reply of each turn; rowid is log.id.
+        "CREATE VIRTUAL TABLE log_text USING fts5(prompt, reply, content='log', content_rowid='id')",
+        """CREATE TRIGGER log_text_insert AFTER INSERT ON log BEGIN
+            INSERT INTO log_text (rowid, prompt, reply) VALUES (new.id, new.prompt, new.reply);
+        END""",
+        """CREATE TRIGGER log_text_delete AFTER DELETE ON log BEGIN
+            INSERT INTO log_text (log_text, rowid, prompt, reply) VALUES ('delete', old.id, old.prompt, old.reply);
+        END""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

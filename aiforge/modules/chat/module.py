@@ -20,6 +20,7 @@ from aiforge.modules.chat.memory import MEMORY_MODES, Conversation, apply_memory
 from aiforge.modules.chat.prompts import DEFAULT_SYSTEM_PROMPT, SUMMARY_PREFIX
 from aiforge.modules.chat.runtime import AgentRuntime, Turn, TurnStream, final_call_truncated
 from aiforge.modules.chat.schemas import ChatResponse, ToolCallRecord
+from aiforge.modules.chat.sessions import chat_store
 from aiforge.modules.chat.structured import TurnOutcome, output_spec, run_turn
 from aiforge.modules.chat.tool_runner import ToolInterrupted, Toolset
 from aiforge.providers.prompted import PromptedTools, with_tool_instructions
@@ -53,6 +54,8 @@ class ChatAgent(BaseModule):
         quality: str | None = None,
         provider: Any = None,
         output_retries: int = 2,
+        session: str | None = None,
+        log: bool = True,
         **kwargs: Any,
     ) -> None:
         if memory not in MEMORY_MODES:
@@ -101,7 +104,8 @@ class ChatAgent(BaseModule):
         # route, then execute_tool + process_result per round: never let LangGraph's own step
         # limit (configurable by environment) end a turn before max_tool_iterations does.
         self._steps = 2 * self.max_tool_iterations + 3
-        self._conversation = Conversation()
+        self._store = chat_store(self.settings, session, log=log)
+        self._conversation = (self._store and self._store.conversation) or Conversation()
         self.last_response: ChatResponse | None = None
         """The response of the most recent turn, streamed turns included."""
 
@@ -211,8 +215,14 @@ class ChatAgent(BaseModule):
         return await self._turn(Conversation(), text, None, emit=None, output=output, remember=False, cache=cache)
 
     def reset(self) -> None:
-        """Clear the conversation (the system prompt stays) and start a new conversation id."""
-        self._conversation = Conversation()
+        """Clear the conversation (the system prompt stays) and start a new conversation id.
+
+        In a session, the session continues with the new conversation; the old one stays in the log.
+        """
+        if self._store is not None and self._store.session is not None:
+            self._store.reset(self.memory_mode)
+        else:
+            self._conversation = Conversation()
 
     def history_dataframe(self) -> pd.DataFrame:
         """The conversation as rows: system prompt, summary, then each message."""
@@ -255,6 +265,8 @@ class ChatAgent(BaseModule):
         spec = output_spec(output)
         started = time.perf_counter()
         async with conversation.lock:
+            if remember and self._store is not None:
+                self._store.refresh(conversation)
             params = replace(self._runtime.params, output=spec) if spec is not None else None
             turn = Turn(self._runtime, conversation.id, emit, params=params)
             context = self._context(conversation, system_prompt)
@@ -262,7 +274,7 @@ class ChatAgent(BaseModule):
             cached = None if cache is None else lookup(cache, self._key_base, [*context, user], spec)
             if cached is not None and cached.outcome is not None:
                 turn.emit_text(cached.outcome.reply)
-                return await self._finish(conversation, user, cached.outcome, turn, started, remember)
+                return await self._finish(conversation, context, user, cached.outcome, turn, started, remember)
             state: ChatAgentState = {
                 "messages": [*context, user],  # type: ignore[list-item]
                 "current_input": message,
@@ -281,20 +293,24 @@ class ChatAgent(BaseModule):
             outcome = await run_turn(self._graph, state, config, spec, self.output_retries)  # type: ignore[arg-type]
             if cached is not None:
                 cached.store(outcome, turn.cost)
-            return await self._finish(conversation, user, outcome, turn, started, remember)
+            return await self._finish(conversation, context, user, outcome, turn, started, remember)
 
     async def _finish(
-        self, conversation: Conversation, user: Message, outcome: TurnOutcome, turn: Turn, started: float,
-        remember: bool,
+        self, conversation: Conversation, context: list[Message], user: Message, outcome: TurnOutcome, turn: Turn,
+        started: float, remember: bool,
     ) -> ChatResponse:
-        """Commit the turn to history (and memory) and make its response; the conversation lock is held."""
+        """Commit the turn to history (and memory), save its session, log it; the conversation lock is held."""
         if remember and self.memory_mode != "none":
             history = [*conversation.history, user, *outcome.produced]
             history = await apply_memory(
                 conversation, history, mode=self.memory_mode, k=self.memory_k, turn=turn, trace=outcome.trace
             )
             conversation.history = history
+            if self._store is not None:
+                self._store.commit(conversation, self.memory_mode)
         response = self._response(conversation, outcome, turn, started)
+        if self._store is not None:
+            self._store.record(response, [*context, user], outcome.produced, remember=remember)
         self.last_response = response
         return response
 

@@ -1,0 +1,151 @@
+"""What a ``ChatAgent`` keeps in the ``STORE``: its named session and the log of its turns.
+
+A session is loaded when the agent is made and saved whole at the end of each turn that committed, after
+the in-memory commit, in one transaction: a failed or cancelled turn saves nothing. Agents of one process
+naming one session share one ``Conversation`` (and so its turn lock): their turns take turns. Before each
+turn the stored version is compared with the one this process last saw; if another process saved the
+session meanwhile, its conversation is loaded first. Two processes writing at once: the last turn wins.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aiforge.core.types import ConfigError, Message
+from aiforge.modules.chat.memory import Conversation, new_conversation_id
+from aiforge.store import Store, StoreError
+from aiforge.store.log import LogEntry, TurnLog
+from aiforge.store.sessions import Sessions
+
+if TYPE_CHECKING:
+    from aiforge.core.settings import AIForgeSettings
+    from aiforge.modules.chat.schemas import ChatResponse
+
+logger = logging.getLogger("aiforge.chat")
+
+
+@dataclass(slots=True)
+class _Shared:
+    """One session's conversation in this process, and the stored version it reflects."""
+
+    conversation: Conversation
+    version: int
+
+
+# By store object: a store closed and opened again starts from what its file holds.
+_shared: weakref.WeakKeyDictionary[Store, dict[str, _Shared]] = weakref.WeakKeyDictionary()
+_shared_lock = threading.Lock()
+
+
+def open_store(value: Any) -> Store | None:
+    """The store the ``STORE`` setting names; the default location falls back to none (with a warning)."""
+    try:
+        return Store.for_setting(value, kind="data")
+    except StoreError as exc:
+        if value is not True:
+            raise
+        logger.warning("aiforge: sessions and the log are off: %s", exc)
+        return None
+
+
+def chat_store(settings: AIForgeSettings, session: str | None, *, log: bool) -> ChatStore | None:
+    """The agent's ``ChatStore``; None when it keeps nothing (no session, and ``log=False`` or ``STORE`` off)."""
+    if session is None and not log:
+        return None
+    store = open_store(settings.STORE)
+    if store is None:
+        if session is not None:
+            raise ConfigError(f"session={session!r} needs the STORE setting on (True, a path or 'memory'), not off.")
+        return None
+    return ChatStore(store, session, log=log)
+
+
+class ChatStore:
+    """One agent's session (``name`` or None) and log in ``store``; ``log=False`` records no turn."""
+
+    def __init__(self, store: Store, session: str | None, *, log: bool) -> None:
+        self.sessions = Sessions(store)
+        self.log = TurnLog(store) if log else None
+        self.session = session
+        self._shared: _Shared | None = None
+        if session is not None:
+            if not isinstance(session, str) or not session:
+                raise ValueError(f"session must be a non-empty name (str), not {session!r}")
+            with _shared_lock:
+                of_store = _shared.setdefault(store, {})
+                self._shared = of_store.get(session)
+                if self._shared is None:
+                    self._shared = of_store[session] = _Shared(Conversation(), 0)
+                    self._reload(self._shared)
+
+    @property
+    def conversation(self) -> Conversation | None:
+        """The session's conversation (shared by every agent of this process on it); None without a session."""
+        return None if self._shared is None else self._shared.conversation
+
+    def refresh(self, conversation: Conversation) -> None:
+        """Load what another process saved since this one last saw the session; the turn lock is held."""
+        shared = self._shared
+        if shared is not None and conversation is shared.conversation:
+            if self.sessions.version(self.session) != shared.version:  # type: ignore[arg-type]
+                self._reload(shared)
+
+    def commit(self, conversation: Conversation, memory_mode: str) -> None:
+        """Save the conversation as the session's current one (after the in-memory commit)."""
+        shared = self._shared
+        if shared is None or conversation is not shared.conversation:
+            return
+        shared.version = self.sessions.save(
+            self.session,  # type: ignore[arg-type]
+            conversation_id=conversation.id, history=conversation.history, summary=conversation.summary,
+            memory_mode=memory_mode,
+        )
+
+    def reset(self, memory_mode: str) -> None:
+        """Start a new conversation in the session; the old one stays in the log under its id."""
+        shared = self._shared
+        if shared is not None:
+            conversation = shared.conversation
+            conversation.id, conversation.history, conversation.summary = new_conversation_id(), [], None
+            self.commit(conversation, memory_mode)
+
+    def record(
+        self, response: ChatResponse, sent: list[Message], produced: list[Message], *, remember: bool
+    ) -> None:
+        """Log one turn: ``sent`` is the context sent, ``produced`` what it added; a batch item remembers nothing."""
+        if self.log is None:
+            return
+        self.log.record(
+            LogEntry(
+                session=self.session if remember else None,
+                conversation_id=response.conversation_id,
+                kind="chat" if remember else "batch",
+                provider=response.provider,
+                model=response.model,
+                prompt=str(sent[-1]["content"]),
+                reply=response.message,
+                messages_in=sent,  # type: ignore[arg-type]
+                messages_out=produced,  # type: ignore[arg-type]
+                tool_calls=[call.model_dump() for call in response.tool_calls],
+                input_tokens=response.input_tokens,
+                output_tokens=response.output_tokens,
+                cost=response.cost,
+                latency_ms=response.latency_ms,
+                trace_id=response.trace_id,
+                trace=response.trace,
+            )
+        )
+
+    def _reload(self, shared: _Shared) -> None:
+        record = self.sessions.load(self.session)  # type: ignore[arg-type]
+        if record is None:
+            return
+        conversation = shared.conversation
+        conversation.id, conversation.history, conversation.summary = (
+            record.conversation_id, record.history, record.summary,  # type: ignore[assignment]
+        )
+        shared.version = record.version

@@ -1,0 +1,83 @@
+"""``Sessions``: named conversations kept in a ``Store``, so a conversation outlives its kernel.
+
+A session row holds one conversation whole (id, history, summary, memory mode) and is replaced in one
+statement at the end of a turn: a reader sees the turn before or the turn after, never half of one. Two
+processes writing one session: the last turn to finish wins. ``version`` grows by one with every save, so
+a process can tell in one indexed read whether another process has moved the session on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiforge.store.db import Store
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """A session as stored: its current conversation and how many turns have saved it."""
+
+    name: str
+    conversation_id: str
+    history: list[dict[str, Any]]
+    summary: str | None
+    memory_mode: str
+    version: int
+    updated: float
+
+
+class Sessions:
+    """The sessions of one ``Store``."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def load(self, name: str) -> SessionRecord | None:
+        """The session ``name``, or None if it was never saved."""
+        with self.store.read() as conn:
+            rows = conn.execute(
+                "SELECT name, conversation_id, history, summary, memory_mode, version, updated "
+                "FROM sessions WHERE name = ?",
+                (name,),
+            ).fetchall()
+        if not rows:
+            return None
+        row = rows[0]
+        return SessionRecord(row[0], row[1], json.loads(row[2]), row[3], row[4], row[5], row[6])
+
+    def version(self, name: str) -> int:
+        """The session's save count (0 if never saved): cheap, for telling whether another process saved it."""
+        with self.store.read() as conn:
+            rows = conn.execute("SELECT version FROM sessions WHERE name = ?", (name,)).fetchall()
+        return rows[0][0] if rows else 0
+
+    def save(
+        self, name: str, *, conversation_id: str, history: Sequence[dict[str, Any]], summary: str | None,
+        memory_mode: str,
+    ) -> int:
+        """Replace the session with this conversation in one transaction; returns its new version."""
+        text = json.dumps(list(history), separators=(",", ":"), allow_nan=False)
+        with self.store.write() as conn:
+            conn.execute(
+                "INSERT INTO sessions (name, conversation_id, history, summary, memory_mode, version, updated) "
+                "VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT (name) DO UPDATE SET "
+                "conversation_id = excluded.conversation_id, history = excluded.history, "
+                "summary = excluded.summary, memory_mode = excluded.memory_mode, "
+                "version = sessions.version + 1, updated = excluded.updated",
+                (name, conversation_id, text, summary, memory_mode, time.time()),
+            )
+            return int(conn.execute("SELECT version FROM sessions WHERE name = ?", (name,)).fetchall()[0][0])
+
+    def names(self) -> list[str]:
+        """Every saved session, most recently updated first."""
+        with self.store.read() as conn:
+            return [row[0] for row in conn.execute("SELECT name FROM sessions ORDER BY updated DESC").fetchall()]
+
+    def delete(self, name: str) -> None:
+        """Forget the session (its turns stay in the log)."""
+        with self.store.write() as conn:
+            conn.execute("DELETE FROM sessions WHERE name = ?", (name,))
