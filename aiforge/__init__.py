@@ -34,6 +34,10 @@ _LAZY: dict[str, str] = {
     "APITimeoutError": "aiforge.core.types",
     "OutputValidationError": "aiforge.core.output",
     "OutputRefusedError": "aiforge.core.output",
+    "logs": "aiforge.store.access",
+    "sessions": "aiforge.store.access",
+    "export_session": "aiforge.store.access",
+    "import_session": "aiforge.store.access",
 }
 
 __all__ = [
@@ -56,9 +60,13 @@ __all__ = [
     "ToolCallRecord",
     "__version__",
     "describe",
+    "export_session",
+    "import_session",
     "load_ipython_extension",
     "load_settings",
+    "logs",
     "register_provider",
+    "sessions",
     "setup_logging",
     "unload_ipython_extension",
 ]
@@ -83,6 +91,7 @@ if TYPE_CHECKING:
     from aiforge.providers import register_provider
     from aiforge.providers.base import Provider
     from aiforge.providers.scripted import ScriptedProvider
+    from aiforge.store.access import export_session, import_session, logs, sessions
 
 
 def __getattr__(name: str) -> Any:

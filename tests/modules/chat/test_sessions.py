@@ -1,0 +1,184 @@
+"""Persistent sessions and the turn log: restarts, concurrent writers, failed turns, search, export and import."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+import aiforge
+from aiforge import ChatAgent, ScriptedProvider
+from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec
+from aiforge.providers.base import Provider
+from tests.support.llm_server import LLMServer, Reply
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _valid(history: list[dict]) -> None:
+    """User and assistant messages alternate, starting with the user: no half-saved turn."""
+    assert [m["role"] for m in history] == ["user", "assistant"] * (len(history) // 2)
+
+
+def test_a_session_continues_in_a_new_agent_and_reset_keeps_the_old_conversation_in_the_log() -> None:
+    first = ChatAgent(provider=ScriptedProvider(), session="notes")
+    first.chat("My name is Ada.")
+    old_id = first.conversation_id
+
+    again = ChatAgent(provider=ScriptedProvider(), session="notes")
+    assert again.conversation_id == old_id
+    assert [m["content"] for m in again.history] == ["My name is Ada.", "You said: My name is Ada."]
+
+    again.reset()
+    again.chat("Hello")
+    third = ChatAgent(provider=ScriptedProvider(), session="notes")
+    assert third.conversation_id != old_id and len(third.history) == 2
+    logged = aiforge.logs("notes")
+    assert list(logged["conversation_id"]) == [third.conversation_id, old_id]
+
+
+def test_a_restarted_process_continues_the_session_and_the_provider_receives_the_history(tmp_path: Path) -> None:
+    store = tmp_path / "sessions.sqlite"
+    script = textwrap.dedent(
+        """
+        import sys
+        from aiforge import ChatAgent
+        agent = ChatAgent(session="support", provider="openai", MAX_RETRIES=0)
+        print(agent.chat(sys.argv[1]).conversation_id)
+        """
+    )
+    with LLMServer() as server:
+        env = {
+            **os.environ, "AIFORGE_STORE": str(store), "OPENAI_API_KEY": "sk-secret-restart-key",
+            "OPENAI_BASE_URL": server.openai_base_url, "PYTHONPATH": str(ROOT),
+        }
+        server.enqueue(Reply("Noted: order 42."), Reply("Your order is 42."))
+        ids = [
+            subprocess.run(
+                [sys.executable, "-c", script, message], env=env, capture_output=True, text=True, check=True
+            ).stdout.strip()
+            for message in ("My order is 42.", "What is my order?")
+        ]
+        second = server.requests[1].messages
+    assert ids[0] == ids[1]
+    assert [m["content"] for m in second[1:]] == ["My order is 42.", "Noted: order 42.", "What is my order?"]
+    assert b"sk-secret-restart-key" not in b"".join(p.read_bytes() for p in tmp_path.iterdir())
+
+
+def test_two_agents_of_one_process_share_a_session_turn_by_turn() -> None:
+    agents = [ChatAgent(provider=ScriptedProvider(), session="shared", memory_k=1000) for _ in range(2)]
+
+    def talk(agent: ChatAgent, who: str) -> None:
+        for i in range(15):
+            agent.chat(f"{who} {i}")
+
+    threads = [threading.Thread(target=talk, args=(agent, who)) for agent, who in zip(agents, "ab", strict=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    stored = ChatAgent(provider=ScriptedProvider(), session="shared").history
+    _valid(stored)
+    assert len(stored) == 60 and agents[0].history == agents[1].history == stored
+
+
+def test_two_processes_writing_one_session_leave_a_whole_history(tmp_path: Path) -> None:
+    store = tmp_path / "race.sqlite"
+    script = textwrap.dedent(
+        """
+        import sys
+        from aiforge import ChatAgent, ScriptedProvider
+        agent = ChatAgent(session="race", provider=ScriptedProvider(), memory_k=1000)
+        for i in range(20):
+            agent.chat(f"{sys.argv[1]} {i}")
+        """
+    )
+    env = {**os.environ, "AIFORGE_STORE": str(store), "PYTHONPATH": str(ROOT)}
+    workers = [subprocess.Popen([sys.executable, "-c", script, who], env=env) for who in "ab"]
+    assert [worker.wait(timeout=120) for worker in workers] == [0, 0]
+
+    history = ChatAgent(provider=ScriptedProvider(), session="race", STORE=str(store)).history
+    _valid(history)
+    # Each process reloads what the other saved before its turn, so the last turn holds both processes' turns.
+    assert {m["content"].split()[0] for m in history if m["role"] == "user"} == {"a", "b"}
+    assert len(aiforge.logs("race", store=str(store))) == 40
+
+
+class _Failing(Provider):
+    name = "failing"
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
+        raise ProviderError("the provider is down")
+
+
+def test_a_failed_turn_leaves_the_stored_session_as_it_was() -> None:
+    ChatAgent(provider=ScriptedProvider(), session="steady").chat("first")
+    failing = ChatAgent(provider=_Failing(), session="steady")
+    with pytest.raises(ProviderError):
+        failing.chat("second")
+    assert [m["content"] for m in ChatAgent(provider=ScriptedProvider(), session="steady").history] == [
+        "first", "You said: first"
+    ]
+    assert list(aiforge.logs("steady")["prompt"]) == ["first"]
+
+
+def test_the_log_filters_searches_and_sums_costs_by_day() -> None:
+    agent = ChatAgent(provider=ScriptedProvider(), session="log", MODEL="m-1")
+    agent.chat("the refund policy please")
+    agent.chat("shipping times")
+    ChatAgent(provider=ScriptedProvider(), MODEL="m-2").chat("a refund for order 7")
+
+    everything = aiforge.logs()
+    assert list(everything["prompt"]) == ["a refund for order 7", "shipping times", "the refund policy please"]
+    assert list(aiforge.logs(search="refund")["model"]) == ["m-2", "m-1"]
+    assert list(aiforge.logs(search="refund", session="log")["prompt"]) == ["the refund policy please"]
+    assert list(aiforge.logs(model="m-2")["session"]) == [None]
+    assert len(aiforge.logs(since="2000-01-01", until="2001-01-01")) == 0
+    row = everything.iloc[0]
+    assert row["messages_in"][-1] == {"role": "user", "content": "a refund for order 7"}
+    assert row["messages_out"] == [{"role": "assistant", "content": "You said: a refund for order 7"}]
+    assert row["trace"][0]["step"] == "model" and row["latency_ms"] > 0
+    by_day = everything.costs_by_day()
+    assert list(by_day["turns"]) == [2, 1] and list(by_day.index.get_level_values("model")) == ["m-1", "m-2"]
+
+
+def test_batch_items_are_logged_unless_log_is_false() -> None:
+    ChatAgent(provider=ScriptedProvider()).run_batch(["one", "two"])
+    ChatAgent(provider=ScriptedProvider(), log=False).run_batch(["three"])
+    ChatAgent(provider=ScriptedProvider(), log=False).chat("four")
+    logged = aiforge.logs()
+    assert sorted(logged["prompt"]) == ["one", "two"] and set(logged["kind"]) == {"batch"}
+
+
+def test_store_off_logs_nothing_and_a_session_needs_it() -> None:
+    ChatAgent(provider=ScriptedProvider(), STORE=False).chat("hi")
+    assert len(aiforge.logs()) == 0
+    with pytest.raises(aiforge.ConfigError, match="session='x' needs the STORE setting"):
+        ChatAgent(provider=ScriptedProvider(), STORE=False, session="x")
+
+
+def test_a_session_exports_to_markdown_and_jsonl_and_imports_again(tmp_path: Path, calc_tool) -> None:
+    from aiforge.providers.scripted import tool_call
+
+    fake = ScriptedProvider()
+    fake.enqueue(tool_call("calculator", expression="6*7"), "It is 42.")
+    agent = ChatAgent(provider=fake, tools=[calc_tool], session="maths")
+    agent.chat("What is 6*7?")
+
+    markdown = aiforge.export_session("maths", tmp_path / "maths.md").read_text()
+    assert "## user\n\nWhat is 6*7?" in markdown and "calculator" in markdown and "It is 42." in markdown
+    aiforge.export_session("maths", tmp_path / "maths.jsonl")
+    assert aiforge.import_session(tmp_path / "maths.jsonl", "maths-copy") == "maths-copy"
+
+    copy = ChatAgent(provider=ScriptedProvider(), tools=[calc_tool], session="maths-copy")
+    assert copy.history == agent.history and copy.conversation_id == agent.conversation_id
+    assert set(aiforge.sessions()) == {"maths", "maths-copy"}
+    lines = (tmp_path / "maths.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["aiforge_session"] == "maths" and len(lines) == 1 + len(agent.history)
