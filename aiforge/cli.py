@@ -1,4 +1,4 @@
-"""``aiforge chat``: the chat agent from a terminal; ``aiforge batch``: a prompt over a table's rows.
+"""``aiforge chat``: the chat agent from a terminal; ``aiforge batch``: a prompt over a table's rows; ``aiforge logs``.
 
 Exit codes: 0 ok, 2 usage error, 1 provider or configuration error (one line, no traceback), 130 interrupted.
 """
@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, TextIO
 
 from aiforge import __version__, cli_batch
@@ -34,7 +35,14 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("--max-tokens", type=int, help="cap on generated tokens per model call")
     chat.add_argument("-q", "--quality", choices=["high", "medium", "low"], help="route to a model of this tier")
     chat.add_argument("--json", action="store_true", help="print the ChatResponse as JSON instead of streaming text")
+    chat.add_argument("--session", help="continue (and save) this named conversation of the STORE")
     cli_batch.add_parser(commands)
+    logs = commands.add_parser("logs", help="the logged turns, newest first", description="Show logged turns.")
+    logs.add_argument("--session", help="only this session's turns")
+    logs.add_argument("--search", help="full-text search of prompts and replies (SQLite FTS5 syntax)")
+    logs.add_argument("--model", help="only this model's turns")
+    logs.add_argument("-n", type=int, default=10, help="how many turns (default 10)")
+    logs.add_argument("--json", action="store_true", help="one JSON object per line, every column")
     return parser
 
 
@@ -58,8 +66,26 @@ def _agent(args: argparse.Namespace) -> Any:
         memory_k=args.memory_k,
         quality=args.quality,
         provider=args.provider,
+        session=args.session,
         **overrides,
     )
+
+
+def _logs(args: argparse.Namespace, out: TextIO) -> None:
+    from aiforge.store.access import store_of
+    from aiforge.store.log import TurnLog
+
+    rows = TurnLog(store_of()).query(session=args.session, search=args.search, model=args.model, limit=args.n)
+    for row in rows:
+        if args.json:
+            out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            continue
+        when = datetime.fromtimestamp(row["time"]).strftime("%Y-%m-%d %H:%M:%S")
+        where = f" · session {row['session']}" if row["session"] else ""
+        out.write(
+            f"{when} · {row['provider']} · {row['model']}{where} · {row['input_tokens']}+{row['output_tokens']} "
+            f"tokens · ${row['cost']:.6f} · {row['latency_ms']:.0f} ms\n  > {row['prompt']}\n  < {row['reply']}\n"
+        )
 
 
 def _turn(agent: Any, message: str, as_json: bool, out: TextIO) -> None:
@@ -129,6 +155,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     try:
         if args.command == "batch":
             cli_batch.run(args, out)
+            return 0
+        if args.command == "logs":
+            _logs(args, out)
             return 0
         if args.memory_k < 1:
             print("aiforge: error: --memory-k must be >= 1", file=sys.stderr)
