@@ -1,4 +1,4 @@
-"""IPython magics: ``%%chat``, ``%chat``, ``%chat_reset`` and ``%chat_history``.
+"""IPython magics: ``%%chat``, ``%chat``, ``%chat_reset``, ``%chat_history`` and ``%chat_log``.
 
 Load them with ``%load_ext aiforge``. Loading imports IPython's magic machinery only: the
 agent, its provider SDK, LangGraph, pandas and the display helpers are imported when a magic
@@ -24,20 +24,11 @@ from aiforge.jupyter.interpolation import interpolate, resolve_reference
 
 FORMATS = ("markdown", "text", "code", "json")
 
-# ---------------------------------------------------------------------------
-# Errors: a short message, never a traceback full of settings
-# ---------------------------------------------------------------------------
-
-
 def _short(exc: BaseException, message: str) -> BaseException:
-    """``exc``, shown by IPython as ``message`` alone (IPython's ``_render_traceback_`` hook)."""
+    """``exc``, shown by IPython as ``message`` alone, never a traceback full of settings (``_render_traceback_``)."""
     exc._render_traceback_ = lambda: [message]  # type: ignore[attr-defined]
     return exc
 
-
-# ---------------------------------------------------------------------------
-# Options
-# ---------------------------------------------------------------------------
 
 _SELECTION = [
     argument("-a", "--agent", metavar="NAME", help="a ChatAgent variable of the notebook (default: the session agent)"),
@@ -47,6 +38,7 @@ _SELECTION = [
     argument("--memory", choices=("buffer", "summary", "none"), help="session agent with this memory mode"),
     argument("-t", "--temperature", type=float, help="session agent with this sampling temperature (0 = steady)"),
     argument("--max-tokens", type=int, help="session agent with this cap on generated tokens per model call"),
+    argument("--session", metavar="NAME", help="session agent on this saved conversation (kept across restarts)"),
 ]
 
 
@@ -251,6 +243,20 @@ class ChatMagics(Magics):
 
         return history_view(agent.history_dataframe())
 
+    @no_var_expand
+    @magic_arguments()
+    @argument("--session", metavar="NAME", help="only this session's turns")
+    @argument("--search", metavar="TEXT", help="full-text search of prompts and replies (SQLite FTS5)")
+    @argument("-n", type=int, default=20, help="how many turns, newest first (default 20)")
+    @line_magic
+    def chat_log(self, line: str) -> Any:
+        """The logged turns of every agent, newest first, as a DataFrame (all columns: ``aiforge.logs()``)."""
+        from aiforge.store.access import logs
+
+        args = _parse(self.chat_log, line)
+        shown = ["time", "session", "model", "prompt", "reply", "input_tokens", "output_tokens", "cost", "latency_ms"]
+        return logs(args.session, search=args.search, limit=args.n)[shown]
+
     # -- agents ----------------------------------------------------------------------------
 
     def _agent(self, args: Any, *, create: bool = True) -> Any:
@@ -259,7 +265,7 @@ class ChatMagics(Magics):
             if any(v is not None for v in config):
                 raise UsageError(
                     "-a/--agent uses that agent as it is: --provider/--model/--quality/--memory/--temperature/"
-                    "--max-tokens are for session agents"
+                    "--max-tokens/--session are for session agents"
                 )
             name = args.agent.split(".")[0].split("[")[0].strip()
             if name not in self.shell.user_ns:
@@ -272,10 +278,12 @@ class ChatMagics(Magics):
         if agent is None and create:
             from aiforge.modules.chat.module import ChatAgent
 
-            provider, model, quality, memory, temperature, max_tokens = config
+            provider, model, quality, memory, temperature, max_tokens, session = config
             overrides = {"MODEL": model, "TEMPERATURE": temperature, "MAX_TOKENS": max_tokens}
             overrides = {name: value for name, value in overrides.items() if value is not None}
-            agent = ChatAgent(provider=provider, quality=quality, memory=memory or "buffer", **overrides)
+            agent = ChatAgent(
+                provider=provider, quality=quality, memory=memory or "buffer", session=session, **overrides
+            )
             self.agents[config] = agent
         return agent
 
@@ -287,7 +295,7 @@ def _output_type(name: str, namespace: dict[str, Any]) -> Any:
 
 
 def _config(args: Any) -> tuple[Any, ...]:
-    return (args.provider, args.model, args.quality, args.memory, args.temperature, args.max_tokens)
+    return (args.provider, args.model, args.quality, args.memory, args.temperature, args.max_tokens, args.session)
 
 
 def _tokens(line: str) -> list[str]:
@@ -325,7 +333,7 @@ def run_questions_as_chat(lines: list[str]) -> list[str]:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """Register ``%%chat``, ``%chat``, ``%chat_reset`` and ``%chat_history``."""
+    """Register ``%%chat``, ``%chat``, ``%chat_reset``, ``%chat_history`` and ``%chat_log``."""
     ipython.register_magics(ChatMagics)
     cleanup = ipython.input_transformers_cleanup
     if run_questions_as_chat not in cleanup:

@@ -601,3 +601,15 @@ def test_chat_history_view_is_left_aligned_wrapped_and_drops_empty_columns(
     assert ">role</th>" in html and ">content</th>" in html
     assert "tool_calls" not in html and "tool_call_id" not in html
     assert type(history.head(1)).__name__ == "DataFrame"
+
+
+def test_session_option_continues_a_saved_conversation_and_chat_log_lists_turns(shell: InteractiveShell) -> None:
+    shell.run_cell_magic("chat", "--provider scripted --session notes --no-stream", "My name is Ada.")
+    magics = shell.magics_manager.registry["ChatMagics"]
+    magics.agents.clear()  # a new agent, as after a kernel restart
+    shell.run_cell_magic("chat", "--provider scripted --session notes --no-stream", "Who am I?")
+    (agent,) = magics.agents.values()
+    assert [m["content"] for m in agent.history][::2] == ["My name is Ada.", "Who am I?"]
+    log = shell.run_line_magic("chat_log", "--session notes")
+    assert list(log["prompt"]) == ["Who am I?", "My name is Ada."]
+    assert list(shell.run_line_magic("chat_log", "--search Ada -n 5")["prompt"]) == ["My name is Ada."]
