@@ -37,7 +37,8 @@ class ChatPanel:
     """A chat panel for ``agent`` (default: a new ``ChatAgent`` with the built-in tools).
 
     ``tools`` is used only when the panel builds the agent: ``"builtin"`` (calculator,
-    research, unit_converter, current_time), ``None`` for none, or a list of tools.
+    research, unit_converter, current_time), ``None`` for none, or a list of tools;
+    ``session`` too: the agent continues that saved conversation (``ChatAgent(session=...)``).
     Display it as the last expression of a cell or with ``display(panel)``; ``panel.widget``
     is the ipywidgets box, for embedding in a layout.
     """
@@ -48,9 +49,12 @@ class ChatPanel:
         tools: Any = "builtin",
         *,
         update_interval: float = UPDATE_INTERVAL,
+        session: str | None = None,
     ) -> None:
         if agent is None:
-            agent = ChatAgent(tools=_resolve_tools(tools))
+            agent = ChatAgent(tools=_resolve_tools(tools), session=session)
+        elif session is not None:
+            raise ValueError("pass session= to the ChatAgent you give the panel, or let ChatPanel build it")
         elif not (isinstance(tools, str) and tools == "builtin"):
             raise ValueError("pass tools to the ChatAgent you give the panel, or let ChatPanel(tools=...) build one")
         self.agent = agent
