@@ -182,3 +182,14 @@ def test_a_session_exports_to_markdown_and_jsonl_and_imports_again(tmp_path: Pat
     assert set(aiforge.sessions()) == {"maths", "maths-copy"}
     lines = (tmp_path / "maths.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["aiforge_session"] == "maths" and len(lines) == 1 + len(agent.history)
+
+
+def test_a_chat_panel_continues_a_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aiforge import ChatPanel
+
+    monkeypatch.setenv("AIFORGE_PROVIDER", "scripted")
+    ChatAgent(session="panel").chat("Remember the blue door.")
+    panel = ChatPanel(tools=None, session="panel")
+    assert panel.agent.history[0]["content"] == "Remember the blue door."
+    with pytest.raises(ValueError, match="pass session= to the ChatAgent"):
+        ChatPanel(ChatAgent(), session="panel")
