@@ -154,3 +154,17 @@ def within(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture(autouse=True)
+def fresh_pacers() -> Iterator[None]:
+    """Each test starts with no rate-limit state: a 429 pause learned by one test must not slow the next.
+
+    Pacers are process-wide per provider, endpoint and key (``providers.pacing``); a later test's server
+    can reuse an earlier one's port.
+    """
+    from aiforge.providers import pacing
+
+    yield
+    with pacing._pacers_lock:
+        pacing._pacers.clear()
