@@ -53,14 +53,15 @@ def langchain_batch(base_url: str) -> Callable[[list[str]], int]:
     return run
 
 
-def raw_async_batch(base_url: str) -> Callable[[list[str]], int]:
+def raw_async_batch(base_url: str, concurrency: int = CONCURRENCY) -> Callable[[list[str]], int]:
+    """Raw ``AsyncOpenAI`` under a semaphore of ``concurrency``: what the hardware allows."""
     import openai
 
     loop = peers.persistent_loop()
     client = openai.AsyncOpenAI(base_url=base_url, api_key=peers.API_KEY, max_retries=0)
 
     async def gather(inputs: list[str]) -> int:
-        limit = asyncio.Semaphore(CONCURRENCY)
+        limit = asyncio.Semaphore(concurrency)
 
         async def one(q: str) -> Any:
             async with limit:

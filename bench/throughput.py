@@ -7,13 +7,12 @@ process, so the client measured has the GIL to itself). Target: aiforge's wall t
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
 
 from bench import peers
-from bench.common import OPENAI_MODEL, SYSTEM, Row, ServerProcess, median
+from bench.batch import raw_async_batch
+from bench.common import Row, ServerProcess, median
 
 GROUP = "throughput"
 ITEMS = 1000
@@ -37,22 +36,7 @@ def _aiforge(base_url: str, concurrency: int) -> Callable[[list[str]], int]:
 
 
 def _raw(base_url: str, concurrency: int) -> Callable[[list[str]], int]:
-    import openai
-
-    loop = peers.persistent_loop()
-    client = openai.AsyncOpenAI(base_url=base_url, api_key=peers.API_KEY, max_retries=0)
-
-    async def gather(inputs: list[str]) -> int:
-        limit = asyncio.Semaphore(concurrency)
-
-        async def one(q: str) -> Any:
-            async with limit:
-                messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": q}]
-                return await client.chat.completions.create(model=OPENAI_MODEL, messages=messages)
-
-        return len(await asyncio.gather(*(one(q) for q in inputs)))
-
-    return lambda inputs: loop.run_until_complete(gather(inputs))
+    return raw_async_batch(base_url, concurrency)
 
 
 def _walls(contenders: dict[str, Callable[[list[str]], int]], inputs: list[str], repeats: int) -> dict[str, float]:
