@@ -29,6 +29,11 @@ def answer(request: RecordedRequest) -> Reply:
 @pytest.fixture(scope="module")
 def server() -> Iterator[LLMServer]:
     # One server for the module: the process's agent, built once, keeps the endpoint it was built with.
+    # Agents an earlier test module built in this process point at its (closed) server: start without them.
+    from aiforge.dataframes import partition
+
+    with partition._agents_lock:
+        partition._agents.clear()
     with LLMServer(default=answer) as srv:
         yield srv
 
