@@ -146,7 +146,8 @@ def test_agents_on_one_endpoint_and_key_share_a_limiter_and_other_keys_do_not(se
 
     assert all(not r.failed for r in results)
     assert server.rate_limited <= MAX_429_SHARE * server.request_count
-    assert shared_time >= 0.8 * 5 * WINDOW  # 6 windows' worth through one limit, the first at once
+    # One pacer for the endpoint and key, whichever agent and thread asked (counted, not timed).
+    assert len([k for k in pacing._pacers if k[1] == server.openai_base_url]) == 1
 
     server.reset()
     other = agent(OPENAI, server, key="sk-other-key", RPM=N), agent(OPENAI, server, key="sk-third-key", RPM=N)
@@ -154,4 +155,4 @@ def test_agents_on_one_endpoint_and_key_share_a_limiter_and_other_keys_do_not(se
 
     assert all(not r.failed for r in results)
     assert server.rate_limited <= MAX_429_SHARE * server.request_count
-    assert separate_time < 0.75 * shared_time  # each key has its own limit on the server and its own pacer
+    assert len([k for k in pacing._pacers if k[1] == server.openai_base_url]) == 3  # one per key
