@@ -36,6 +36,7 @@ GROUPS = {
     "ratelimit": "bench.ratelimit",
     "eval_local": "bench.eval_local",
     "dask": "bench.dask_scale",
+    "logging": "bench.logging_overhead",
 }
 PACKAGES = [
     "aiforge-kit",

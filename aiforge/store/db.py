@@ -222,7 +222,10 @@ class Store:
 
 
 def close_shared(under: str | os.PathLike[str]) -> None:
-    """Close and forget the shared stores of files under a folder (a test's temporary store)."""
+    """Close and forget the shared stores of files under a folder (a test's temporary store), log rows written."""
+    from aiforge.store.log import flush_all
+
+    flush_all()
     folder = Path(under).resolve()
     with _shared_lock:
         for path, store in list(_shared.items()):

@@ -62,15 +62,15 @@ class Sessions:
         """Replace the session with this conversation in one transaction; returns its new version."""
         text = json.dumps(list(history), separators=(",", ":"), allow_nan=False)
         with self.store.write() as conn:
-            conn.execute(
+            version = conn.execute(
                 "INSERT INTO sessions (name, conversation_id, history, summary, memory_mode, version, updated) "
                 "VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT (name) DO UPDATE SET "
                 "conversation_id = excluded.conversation_id, history = excluded.history, "
                 "summary = excluded.summary, memory_mode = excluded.memory_mode, "
-                "version = sessions.version + 1, updated = excluded.updated",
+                "version = sessions.version + 1, updated = excluded.updated RETURNING version",
                 (name, conversation_id, text, summary, memory_mode, time.time()),
-            )
-            return int(conn.execute("SELECT version FROM sessions WHERE name = ?", (name,)).fetchall()[0][0])
+            ).fetchall()
+        return int(version[0][0])
 
     def names(self) -> list[str]:
         """Every saved session, most recently updated first."""

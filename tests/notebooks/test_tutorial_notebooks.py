@@ -25,6 +25,7 @@ EXPECTED = [
     "08_providers_and_config",
     "09_structured_output",
     "10_batch_at_scale",
+    "11_sessions_and_logs",
     "12_scale_out_with_dask",
 ]
 KNOWN_TAGS = {"nbval-ignore-output", "nbval-check-output", "nbval-skip", "raises-exception"}

@@ -18,6 +18,7 @@ from aiforge.modules.chat.arguments import checked_message, checked_positive
 from aiforge.modules.chat.cached_turns import TurnKeyBase, cache_marks, lookup
 from aiforge.modules.chat.memory import MEMORY_MODES, Conversation, apply_memory
 from aiforge.modules.chat.prompts import DEFAULT_SYSTEM_PROMPT, SUMMARY_PREFIX
+from aiforge.modules.chat.replay import cassette_provider
 from aiforge.modules.chat.runtime import AgentRuntime, Turn, TurnStream, final_call_truncated
 from aiforge.modules.chat.schemas import ChatResponse, ToolCallRecord
 from aiforge.modules.chat.sessions import chat_store
@@ -72,7 +73,7 @@ class ChatAgent(BaseModule):
         self.tools = toolset.tools
         # An unknown keyword's did-you-mean covers this signature too (system= -> system_prompt).
         check_overrides(kwargs, inspect.signature(ChatAgent.__init__).parameters)
-        super().__init__(quality=quality, provider=provider, **kwargs)
+        super().__init__(quality=quality, provider=cassette_provider(provider, kwargs), **kwargs)
 
         if native_tools and not self.provider.supports_native_tools:
             raise ConfigError(
