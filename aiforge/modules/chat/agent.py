@@ -96,7 +96,8 @@ async def process_result(state: ChatAgentState, config: RunnableConfig) -> Comma
 
 async def execute_tool(state: ChatAgentState, config: RunnableConfig) -> dict[str, Any]:
     """Run every pending tool call (concurrently) and append one result per call, in order."""
-    toolset = _turn(config).runtime.toolset
+    turn = _turn(config)
+    toolset = turn.runtime.toolset
     calls = state["tool_calls"]
     if len(calls) == 1:
         outcomes = [await toolset.execute(calls[0])]  # type: ignore[arg-type]
@@ -107,9 +108,9 @@ async def execute_tool(state: ChatAgentState, config: RunnableConfig) -> dict[st
     trace = []
     for call, (output, error, record) in zip(calls, outcomes, strict=True):
         messages.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": output})
-        results.append(
-            {"id": call["id"], "tool": call["name"], "input": call["arguments"], "output": output, "error": error}
-        )
+        result = {"id": call["id"], "tool": call["name"], "input": call["arguments"], "output": output, "error": error}
+        results.append(result)
+        turn.emit_tool(result)
         trace.append(record)
     return {
         "messages": messages,

@@ -9,6 +9,15 @@ that JupyterLab and Notebook 7 run for outputs of the current session: one captu
 text and clicks that panel's Send button; Shift+Enter keeps the newline. It needs no
 extension or build. Front ends that do not run JavaScript outputs keep a plain textarea
 (Enter is a newline) and the Send button.
+
+Following the conversation (``FOLLOW_JS``, displayed with it): ipywidgets has no scroll API and
+a ``column-reverse`` scroller does not stay at the bottom inside JupyterLab's widget boxes, so
+one ``MutationObserver`` on the page watches every panel's transcript (panels displayed later,
+or views re-rendered, included). When a transcript changes, its scroller goes to the bottom if
+the user was there; if they have scrolled up to read, the panel shows a "new messages" button
+instead, which jumps down. Sending from the panel follows the conversation again.
+
+Tool rows' icons are inline SVG: they must not depend on an emoji font (⚠ and ▌ are in DejaVu).
 """
 
 from __future__ import annotations
@@ -39,6 +48,60 @@ ENTER_TO_SEND_JS = """\
 """
 """The Enter-to-send hook displayed with every panel (installed once per page)."""
 
+FOLLOW_JS = """\
+(() => {
+  if (window.__aiforgeFollow) return;
+  window.__aiforgeFollow = true;
+  const SLACK = 24;  // px from the bottom that still counts as "at the bottom"
+  const away = new WeakSet();  // scrollers the user has scrolled up in
+  const queued = new Set();
+  const atBottom = (el) => el.scrollHeight - el.scrollTop - el.clientHeight <= SLACK;
+  const panelOf = (el) => el.closest(".aiforge-chat-panel");
+  const follow = (el) => {
+    away.delete(el);
+    el.scrollTop = el.scrollHeight;
+    const panel = panelOf(el);
+    if (panel) panel.classList.remove("aiforge-unread");
+  };
+  const flush = () => {
+    for (const el of queued) {
+      if (!el.isConnected) continue;
+      if (!away.has(el)) follow(el);
+      else if (!atBottom(el)) { const p = panelOf(el); if (p) p.classList.add("aiforge-unread"); }
+    }
+    queued.clear();
+  };
+  new MutationObserver((mutations) => {
+    const before = queued.size;
+    for (const m of mutations) {
+      const node = m.target instanceof Element ? m.target : m.target.parentElement;
+      const el = node ? node.closest(".aiforge-chat-scroller") : null;
+      if (el) queued.add(el);
+    }
+    if (queued.size && !before) requestAnimationFrame(flush);
+  }).observe(document.body, { childList: true, subtree: true, characterData: true });
+  // Scroll events do not bubble, but a capturing listener on the document sees them.
+  document.addEventListener("scroll", (event) => {
+    const el = event.target;
+    if (!(el instanceof Element) || !el.classList.contains("aiforge-chat-scroller")) return;
+    if (atBottom(el)) follow(el); else away.add(el);
+  }, true);
+  document.addEventListener("click", (event) => {
+    const hit = event.target instanceof Element ? event.target.closest(".aiforge-chat-jump, .aiforge-chat-send") : null;
+    const panel = hit ? panelOf(hit) : null;
+    const el = panel ? panel.querySelector(".aiforge-chat-scroller") : null;
+    if (el) follow(el);
+  }, true);
+})();
+"""
+"""Keeps each panel's newest message in view unless the user has scrolled up (installed once per page)."""
+
+PANEL_JS = ENTER_TO_SEND_JS + FOLLOW_JS
+"""The JavaScript displayed with every panel."""
+
+JUMP_HTML = "<button class='aiforge-chat-jump' type='button'>↓ New messages</button>"
+"""The "new messages" affordance; hidden unless ``FOLLOW_JS`` marks the panel as having unread text."""
+
 STYLE = """<style>
 .aiforge-chat-panel .aiforge-msg { padding: 6px 10px; margin: 3px 0; border-radius: 6px; line-height: 1.45; }
 .aiforge-chat-panel .aiforge-user { background: var(--jp-layout-color2, #f2f2f2); white-space: pre-wrap; }
@@ -49,9 +112,28 @@ STYLE = """<style>
 .aiforge-chat-panel details.aiforge-tool pre { margin: 2px 0; white-space: pre-wrap; }
 .aiforge-chat-panel .aiforge-note { opacity: .6; font-style: italic; }
 .aiforge-chat-panel .aiforge-footer { opacity: .7; font-size: 85%; }
+.aiforge-chat-panel .aiforge-icon { width: 1em; height: 1em; vertical-align: -0.125em; fill: currentColor; }
+.aiforge-chat-panel .aiforge-chat-jump-row { display: none; position: sticky; bottom: 0; justify-content: center; }
+.aiforge-chat-panel.aiforge-unread .aiforge-chat-jump-row { display: flex; }
+.aiforge-chat-panel .aiforge-chat-jump { cursor: pointer; border-radius: 12px; padding: 2px 12px;
+  border: 1px solid var(--jp-border-color1, #bbb); background: var(--jp-layout-color1, #fff); }
 </style>"""
 
 _CURSOR = "<span class='aiforge-note'>▌</span>"
+# Font Awesome's "wrench" and "triangle-exclamation" paths (CC BY 4.0), which ipywidgets ships as a font too.
+_WRENCH = (
+    "<svg class='aiforge-icon' viewBox='0 0 512 512' aria-label='tool'><path d='M352 320c88.4 0 160-71.6 "
+    "160-160c0-15.3-2.2-30.1-6.2-44.2c-3.1-10.8-16.4-13.2-24.3-5.3l-76.8 76.8c-3 3-7.1 4.7-11.3 4.7H336c-8.8 "
+    "0-16-7.2-16-16V118.6c0-4.2 1.7-8.3 4.7-11.3l76.8-76.8c7.9-7.9 5.4-21.2-5.3-24.3C382.1 2.2 367.3 0 352 "
+    "0C263.6 0 192 71.6 192 160c0 19.1 3.4 37.5 9.5 54.5L19.9 396.1C7.2 408.8 0 426.1 0 444.1C0 481.6 30.4 "
+    "512 67.9 512c18 0 35.3-7.2 48-19.9L297.5 310.5c17 6.2 35.4 9.5 54.5 9.5z'/></svg>"
+)
+_WARNING = (
+    "<svg class='aiforge-icon' viewBox='0 0 512 512' aria-label='error'><path d='M256 32c14.2 0 27.3 7.5 34.5 "
+    "19.8l216 368c7.3 12.4 7.3 27.7 .2 40.1S486.3 480 472 480H40c-14.3 0-27.6-7.7-34.7-20.1s-7-27.8 .2-40.1l216-"
+    "368C228.7 39.5 241.8 32 256 32zm0 128c-13.3 0-24 10.7-24 24V296c0 13.3 10.7 24 24 24s24-10.7 24-24V184c0-"
+    "13.3-10.7-24-24-24zm32 224a32 32 0 1 0 -64 0 32 32 0 1 0 64 0z'/></svg>"
+)
 
 
 def render_entry(entry: dict[str, Any], *, streaming: bool = False) -> str:
@@ -74,7 +156,7 @@ def _tool_row(call: dict[str, Any]) -> str:
     arguments = json.dumps(call["input"], ensure_ascii=False, default=str)
     pretty = json.dumps(call["input"], ensure_ascii=False, indent=2, default=str)
     output = call["output"] or ""
-    mark = "⚠" if call.get("error") else "🔧"
+    mark = _WARNING if call.get("error") else _WRENCH
     return (
         f"<details class='aiforge-tool'><summary>{mark} <code>{html.escape(call['tool'])}</code> "
         f"<code>{html.escape(_clip(arguments, 60))}</code> → {html.escape(_clip(output, 80))}</summary>"

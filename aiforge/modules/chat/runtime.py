@@ -32,14 +32,21 @@ class AgentRuntime:
     price_overrides: dict[str, dict[str, float]] | None
 
 
+@dataclass(frozen=True, slots=True)
+class ToolEvent:
+    """A tool call that finished during a streamed turn: ``{"id", "tool", "input", "output", "error"}``."""
+
+    result: dict[str, Any]
+
+
 @dataclass(slots=True)
 class Turn:
     """One turn's own data, handed to the graph's nodes in the run config."""
 
     runtime: AgentRuntime
     conversation_id: str
-    emit: Callable[[str], None] | None = None
-    """Where streamed text goes; None for a turn that is not streamed."""
+    emit: Callable[[str | ToolEvent], None] | None = None
+    """Where streamed text (and ``ToolEvent``s) go; None for a turn that is not streamed."""
     params: CallParams | None = None
     """This turn's call parameters (e.g. with ``output``); None for the agent's own."""
     trace_id: str = field(default_factory=lambda: secrets.token_hex(8))
@@ -88,6 +95,11 @@ class Turn:
         self.streamed_text = self.step_streamed_text = True
         self.emit(text)
 
+    def emit_tool(self, result: dict[str, Any]) -> None:
+        """Tell the stream a tool call has finished (a panel shows its row before the turn ends)."""
+        if self.emit is not None:
+            self.emit(ToolEvent(result))
+
     def account(self, completion: Completion, *, kind: str, node: str, started: float) -> dict[str, Any]:
         """Record a model call's cost and return its trace record."""
         runtime = self.runtime
@@ -126,13 +138,17 @@ _UNWIND_POLLS = 1000  # 10 s
 class TurnStream:
     """A streamed turn: ``async for delta in stream`` yields its text; then ``stream.response`` is set.
 
-    ``run(emit)`` is the turn, started when iteration starts. Iterate once. Closing the
+    ``run(emit)`` is the turn, started when iteration starts. Iterate once. The iteration
+    yields text only; ``on_tool``, when set before iterating, is called with each tool
+    call's result as soon as the tool has run. Closing the
     iteration early (``aclose``, ``break``) lets the turn finish and records it; cancelling the
     consuming task, or ``cancel()``, cancels the turn and leaves the history as it was.
     """
 
-    def __init__(self, run: Callable[[Callable[[str], None]], Coroutine[Any, Any, ChatResponse]]) -> None:
+    def __init__(self, run: Callable[[Callable[[Any], None]], Coroutine[Any, Any, ChatResponse]]) -> None:
         self._run = run
+        self.on_tool: Callable[[dict[str, Any]], None] | None = None
+        """Called with ``{"id", "tool", "input", "output", "error"}`` for each finished tool call."""
         self._deltas: AsyncGenerator[str, None] | None = None
         self.response: ChatResponse | None = None
         """The turn's ``ChatResponse``, once the iteration has ended normally."""
@@ -150,6 +166,10 @@ class TurnStream:
         finished = False
         try:
             while (item := await queue.get()) is not _DONE:
+                if isinstance(item, ToolEvent):
+                    if self.on_tool is not None:
+                        self.on_tool(item.result)
+                    continue
                 yield item
             finished = True
             self.response = task.result()

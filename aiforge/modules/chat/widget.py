@@ -3,7 +3,8 @@
 The panel is a transcript, an input box, Send / Stop / New chat buttons, a provider/model
 label and a footer with tokens and session cost. Replies stream token by token (throttled)
 and render as a small, escaped Markdown subset (``panel_view``). Tool calls appear inline as
-collapsible rows with their input and output.
+collapsible rows with their input and output, each as soon as its tool has run. The
+transcript follows the newest text unless the user has scrolled up (``panel_view.FOLLOW_JS``).
 
 Turns from the buttons run as tasks on the running loop (the kernel's), so the kernel keeps
 handling Stop clicks while a reply streams. ``send`` blocks until the turn is done (from a
@@ -25,7 +26,7 @@ from aiforge.core.aio import background_loop, run_sync
 from aiforge.core.render import UPDATE_INTERVAL, Throttle, describe_error
 from aiforge.core.types import AIForgeError
 from aiforge.modules.chat.module import ChatAgent
-from aiforge.modules.chat.panel_view import ENTER_TO_SEND_JS, STYLE, render_entry
+from aiforge.modules.chat.panel_view import ENTER_TO_SEND_JS, JUMP_HTML, PANEL_JS, STYLE, render_entry
 from aiforge.modules.chat.schemas import ChatResponse
 from aiforge.tools import builtin_tools, calculator, current_time, research, unit_converter
 
@@ -70,11 +71,12 @@ class ChatPanel:
 
         self.header = widgets.HTML(STYLE + self._header_html())
         self.messages = widgets.VBox(_dom_classes=["aiforge-chat-transcript"])
-        # A column-reverse scroller keeps the newest message in view as the transcript grows,
-        # without JavaScript (unless the user has scrolled up to read).
+        # The "new messages" button sticks to the scroller's bottom edge while it shows.
+        jump = widgets.HTML(JUMP_HTML, _dom_classes=["aiforge-chat-jump-row"])
         scroller = widgets.Box(
-            [self.messages],
-            layout=widgets.Layout(max_height="460px", overflow="auto", flex_flow="column-reverse", padding="2px 4px"),
+            [self.messages, jump],
+            layout=widgets.Layout(max_height="460px", overflow="auto", padding="2px 4px"),
+            _dom_classes=["aiforge-chat-scroller"],
         )
         self.input = widgets.Textarea(
             placeholder="Message (Enter to send, Shift+Enter for a new line)",
@@ -110,7 +112,7 @@ class ChatPanel:
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
-        display({"application/javascript": ENTER_TO_SEND_JS, "text/plain": ""}, raw=True)
+        display({"application/javascript": PANEL_JS, "text/plain": ""}, raw=True)
         display(self.widget)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
@@ -216,6 +218,12 @@ class ChatPanel:
         throttle = Throttle(self.update_interval)
         throttle.ready()
         stream = self.agent.stream_turn(text)
+
+        def tool_done(result: dict[str, Any]) -> None:
+            entry.setdefault("tool_calls", []).append(_row(result))
+            view.value = render_entry(entry, streaming=True)
+
+        stream.on_tool = tool_done
         try:
             async for chunk in stream:
                 entry["content"] += chunk
@@ -237,10 +245,7 @@ class ChatPanel:
         assert response is not None  # set whenever the iteration ends without an exception
         entry["content"] = response.message
         if response.tool_calls:
-            entry["tool_calls"] = [
-                {"tool": tc.tool, "input": tc.input, "output": tc.output, "error": tc.error}
-                for tc in response.tool_calls
-            ]
+            entry["tool_calls"] = [_row(tc.model_dump()) for tc in response.tool_calls]
         view.value = render_entry(entry)
         self.last_response = response
         return response
@@ -304,6 +309,10 @@ def _resolve_tools(tools: Any) -> list[Any]:
             raise ValueError(f"tools must be 'builtin', None or a list of tools, got {tools!r}")
         return builtin_tools()
     return list(tools)
+
+
+def _row(call: dict[str, Any]) -> dict[str, Any]:
+    return {"tool": call["tool"], "input": call["input"], "output": call["output"], "error": call["error"]}
 
 
 def _check_text(text: Any) -> None:

@@ -377,3 +377,31 @@ async def test_a_stream_turn_is_iterated_once() -> None:
 
     with pytest.raises(RuntimeError, match="iterated once"):
         aiter(stream)
+
+
+async def test_stream_turn_reports_each_tool_call_before_the_answer_streams(calc_tool) -> None:
+    preamble = ScriptedReply(text="Let me calculate.", tool_calls=tool_call("calculator", expression="2+2").tool_calls)
+    agent = ChatAgent(provider=ScriptedProvider([preamble, "It is 4."], chunk_size=1), tools=[calc_tool])
+    stream = agent.stream_turn("2+2?")
+    events: list[object] = []
+    stream.on_tool = events.append
+
+    async for chunk in stream:
+        events.append(chunk)
+
+    tool_at = next(i for i, e in enumerate(events) if isinstance(e, dict))
+    assert events[tool_at] == {
+        "id": agent.last_response.tool_calls[0].id, "tool": "calculator", "input": {"expression": "2+2"},
+        "output": "4", "error": False,
+    }
+    assert "".join(e for e in events[:tool_at] if isinstance(e, str)) == "Let me calculate."
+    assert "".join(e for e in events[tool_at + 1 :] if isinstance(e, str)) == "\n\nIt is 4."
+
+
+async def test_chat_stream_yields_only_text_when_tools_run(calc_tool) -> None:
+    provider = ScriptedProvider([tool_call("calculator", expression="2+2"), "It is 4."])
+    agent = ChatAgent(provider=provider, tools=[calc_tool])
+
+    chunks = [chunk async for chunk in agent.chat_stream("2+2?")]
+
+    assert all(isinstance(c, str) for c in chunks) and "".join(chunks) == "It is 4."

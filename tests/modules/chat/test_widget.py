@@ -18,6 +18,7 @@ import aiforge
 from aiforge import ChatAgent
 from aiforge import tools as tools_module
 from aiforge.core.types import ProviderError
+from aiforge.modules.chat.panel_view import FOLLOW_JS, PANEL_JS
 from aiforge.modules.chat.widget import ENTER_TO_SEND_JS, ChatPanel, calculator, current_time, research, unit_converter
 from aiforge.providers.scripted import ScriptedProvider, tool_call
 
@@ -142,13 +143,27 @@ def test_displaying_the_panel_installs_the_enter_to_send_hook(frontend: FrontEnd
     with capture_output() as captured:
         display(panel)
     hook, view = captured.outputs
-    assert hook.data["application/javascript"] == ENTER_TO_SEND_JS
+    assert hook.data["application/javascript"] == PANEL_JS == ENTER_TO_SEND_JS + FOLLOW_JS
     assert view.data["application/vnd.jupyter.widget-view+json"]["model_id"] == panel.widget.model_id
     for selector in (".aiforge-chat-input", ".aiforge-chat-panel", ".aiforge-chat-send", "event.shiftKey"):
         assert selector in ENTER_TO_SEND_JS
 
 
 # --- a turn ----------------------------------------------------------------------------------------------------------
+
+
+def test_the_panel_follows_its_transcript_and_has_a_hidden_new_messages_button(frontend: FrontEnd) -> None:
+    panel, _ = make_panel()
+    scroller = panel.widget.children[1]
+    messages, jump = scroller.children
+    assert messages is panel.messages and "aiforge-chat-scroller" in scroller._dom_classes
+    assert scroller.layout.flex_flow is None  # column-reverse fought the script's scrolling
+    assert "class='aiforge-chat-jump'" in jump.value
+    assert ".aiforge-chat-panel.aiforge-unread .aiforge-chat-jump-row { display: flex; }" in panel.header.value
+    parts = ("MutationObserver", ".aiforge-chat-scroller", "aiforge-unread", ".aiforge-chat-jump")
+    parts += ("window.__aiforgeFollow",)
+    for part in parts:
+        assert part in FOLLOW_JS
 
 
 def test_send_streams_the_reply_then_renders_markdown(frontend: FrontEnd) -> None:
@@ -204,6 +219,17 @@ def test_tool_calls_appear_as_collapsible_rows_with_input_and_output(frontend: F
     assert "<pre>{\n  &quot;expression&quot;: &quot;6*7&quot;\n}</pre>" in final
     assert "<div>output</div><pre>42</pre>" in final
     assert final.index("<details") < final.index("It is 42.")
+    assert "<svg class='aiforge-icon'" in summary and "🔧" not in final  # no emoji font needed
+
+
+def test_a_tool_row_appears_while_the_turn_is_still_streaming(frontend: FrontEnd) -> None:
+    call = tool_call("calculator", expression="6*7")
+    panel, _ = make_panel(call, "It is 42, computed.", delay=0.02, tools=[calculator])
+    panel.send("What is 6*7?")
+    shown = frontend.values(panel.messages.children[-1])
+    live = [v for v in shown if "<details class='aiforge-tool'>" in v and "▌" in v]
+    assert live, "the tool row only appeared when the turn ended"
+    assert "It is 42" not in live[0] and "<div>output</div><pre>42</pre>" in live[0]
 
 
 def test_provider_error_is_shown_in_the_transcript_and_raised(frontend: FrontEnd) -> None:
