@@ -16,6 +16,8 @@ import aiforge
 from aiforge import ChatAgent, ScriptedProvider
 from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec
 from aiforge.providers.base import Provider
+from aiforge.store.access import store_of
+from aiforge.store.sessions import Sessions
 from tests.support.llm_server import LLMServer, Reply
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -127,6 +129,22 @@ def test_a_failed_turn_leaves_the_stored_session_as_it_was() -> None:
         "first", "You said: first"
     ]
     assert list(aiforge.logs("steady")["prompt"]) == ["first"]
+
+
+async def test_an_interrupted_turn_leaves_the_stored_session_as_it_was() -> None:
+    await ChatAgent(provider=ScriptedProvider(), session="calm").achat("first")
+    slow = ChatAgent(provider=ScriptedProvider(["a long reply " * 30], chunk_size=1, delay=0.005), session="calm")
+    stream = slow.stream_turn("second")
+    deltas = aiter(stream)
+    await anext(deltas)
+
+    await stream.cancel()
+
+    stored = Sessions(store_of()).load("calm")
+    assert stored is not None and stored.version == 1
+    kept = ["first", "You said: first"]
+    assert [m["content"] for m in stored.history] == kept == [m["content"] for m in slow.history]
+    assert list(aiforge.logs("calm")["prompt"]) == ["first"]
 
 
 def test_the_log_filters_searches_and_sums_costs_by_day() -> None:
