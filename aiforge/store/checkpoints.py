@@ -55,6 +55,7 @@ class Checkpoint:
             if rows and not restart:
                 raise CheckpointMismatchError(self._difference(conn, *rows[0]))
             conn.execute("DELETE FROM checkpoint_items")
+            conn.execute("DELETE FROM checkpoint_jobs")
             conn.execute(
                 "INSERT OR REPLACE INTO checkpoint_batch (id, batch, items, inputs, settings, created) "
                 "VALUES (1, ?, ?, ?, ?, ?)",
@@ -95,6 +96,29 @@ class Checkpoint:
                     time.time(),
                 ),
             )
+
+    def job(self) -> str | None:
+        """The Batch API job id submitted for this batch (``record_job``), or None."""
+        with self.store.read() as conn:
+            rows = conn.execute("SELECT job_id FROM checkpoint_jobs WHERE batch = ?", (self.batch.key,)).fetchall()
+        return rows[0][0] if rows else None
+
+    def record_job(self, job_id: str, provider: str) -> None:
+        """Keep the Batch API job submitted for this batch, so a rerun attaches to it instead of submitting again."""
+        with self.store.write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO checkpoint_jobs (batch, job_id, provider, submitted) VALUES (?, ?, ?, ?)",
+                (self.batch.key, job_id, provider, time.time()),
+            )
+
+    @staticmethod
+    def stored_job(store: Store) -> tuple[str, str] | None:
+        """``(job_id, provider)`` of the job submitted for the batch a checkpoint file holds, or None."""
+        with store.read() as conn:
+            rows = conn.execute(
+                "SELECT j.job_id, j.provider FROM checkpoint_jobs j JOIN checkpoint_batch b ON j.batch = b.batch"
+            ).fetchall()
+        return (rows[0][0], rows[0][1]) if rows else None
 
     def _difference(self, conn: sqlite3.Connection, key: str, items: int, inputs: str, settings: str) -> str:
         """What differs between the stored batch and ``self.batch``, and how to start over."""

@@ -81,6 +81,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             INSERT INTO log_text (log_text, rowid, prompt, reply) VALUES ('delete', old.id, old.prompt, old.reply);
         END""",
     ),
+    (
+        # The Batch API job a checkpointed submit_batch made for its batch: a rerun attaches instead of paying twice.
+        """CREATE TABLE checkpoint_jobs (
+            batch TEXT PRIMARY KEY,
+            job_id TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            submitted REAL NOT NULL
+        ) WITHOUT ROWID""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

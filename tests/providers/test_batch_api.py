@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from pydantic import BaseModel
 from aiforge import ChatAgent
 from aiforge.core.types import BadRequestError, ProviderError
 from aiforge.modules.jobs import BatchJob, BatchLimits, ItemNotRunError, JobNotFinishedError
+from aiforge.store import CheckpointMismatchError
 from tests.support.llm_server import Fault, LLMServer, Reply
 
 KEYS = {"openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
@@ -176,6 +178,37 @@ def test_a_job_submitted_by_another_process_is_picked_up(srv: LLMServer, protoco
     result = BatchJob.attach(job_id, agent=ChatAgent(**_settings(srv, protocol)), items=items).wait(poll_interval=0)
     assert [r.message for r in result.results] == ["echo: from the dead kernel", "echo: again"]
     assert result.inputs == ["from the dead kernel", "again"]
+
+
+def test_a_checkpoint_keeps_the_job_so_a_restarted_kernel_attaches_instead_of_paying_twice(
+    srv: LLMServer, protocol: str, tmp_path: Path
+) -> None:
+    srv.batches.polls = 3
+    checkpoint = tmp_path / "job.sqlite"
+    items = ["from the dead kernel", "again"]
+    script = textwrap.dedent(f"""
+        from aiforge import ChatAgent
+        agent = ChatAgent(**{_settings(srv, protocol)!r})
+        print(agent.submit_batch({items!r}, checkpoint={str(checkpoint)!r}).id)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    job_id = done.stdout.strip().splitlines()[-1]
+
+    rerun = ChatAgent(**_settings(srv, protocol)).submit_batch(items, checkpoint=checkpoint)
+    assert rerun.id == job_id and rerun.reattached and len(srv.batches.batches) == 1
+    attached = BatchJob.attach(agent=ChatAgent(**_settings(srv, protocol)), checkpoint=checkpoint, items=items)
+    assert attached.id == job_id
+    result = rerun.wait(poll_interval=0)
+    assert [r.message for r in result.results] == ["echo: from the dead kernel", "echo: again"]
+    assert len(srv.batches.batches) == 1
+
+    with pytest.raises(CheckpointMismatchError, match="inputs differ"):
+        ChatAgent(**_settings(srv, protocol)).submit_batch(["other", "items"], checkpoint=checkpoint)
+    ChatAgent(**_settings(srv, protocol)).run_batch(["x"], checkpoint=tmp_path / "live.sqlite")
+    with pytest.raises(ValueError, match="holds no Batch API job"):
+        BatchJob.attach(agent=ChatAgent(**_settings(srv, protocol)), checkpoint=tmp_path / "live.sqlite")
+    with pytest.raises(ValueError, match="does not exist"):
+        BatchJob.attach(agent=ChatAgent(**_settings(srv, protocol)), checkpoint=tmp_path / "none.sqlite")
 
 
 def test_no_key_reaches_the_job_its_files_or_its_errors(srv: LLMServer, make_agent: Callable[..., ChatAgent]) -> None:

@@ -10,7 +10,7 @@ import pytest
 import aiforge
 from aiforge import ChatAgent, ScriptedProvider
 from aiforge.store import ResponseCache, Store
-from aiforge.store.schema import APPLICATION_ID, MIGRATIONS
+from aiforge.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 from aiforge.store.sessions import Sessions
 
 
@@ -26,7 +26,7 @@ def test_a_version_1_file_gains_the_session_and_log_tables_and_keeps_its_cache(t
     conn.close()
 
     store = Store(path)
-    assert store.schema_version == 2 and ResponseCache(store).get("k") == {"reply": "kept"}
+    assert store.schema_version == SCHEMA_VERSION and ResponseCache(store).get("k") == {"reply": "kept"}
     Sessions(store).save("s", conversation_id="c", history=[], summary=None, memory_mode="buffer")
     assert Sessions(store).version("s") == 1 and Sessions(store).names() == ["s"]
     store.close()

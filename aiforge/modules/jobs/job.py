@@ -8,8 +8,11 @@ The manifest (which jobs, which item is which) lives with the provider: ``job.id
 job id, or the ids of a split job joined by ``,``; each request's ``custom_id`` is ``item-<position>``.
 ``BatchJob.attach(job.id, agent=...)`` after a kernel restart finds everything again; the item texts
 come back from OpenAI's input file or the scripted provider, and for Anthropic (which returns no
-inputs) from ``items=`` given again. With ``checkpoint=`` the finished items are also recorded there,
-so ``run_batch(items, checkpoint=...)`` afterwards runs only the items that failed or never ran.
+inputs) from ``items=`` given again. With ``checkpoint=`` the job's id is kept in that file as soon as it is
+submitted: the same ``submit_batch`` call again (a re-run cell, a restarted kernel) attaches to that job instead
+of paying twice, and ``BatchJob.attach(checkpoint=..., agent=...)`` needs no id. When the results are read,
+the finished items are recorded there too, so ``run_batch(items, checkpoint=...)`` afterwards runs only the
+items that failed or never ran.
 """
 
 from __future__ import annotations
@@ -96,6 +99,8 @@ class BatchJob:
         self.params = call_params(module, output)
         self.not_run: list[BatchFailure] = []
         """After ``results()``: the items the provider never ran (job expired, cancelled or failed)."""
+        self.reattached = False
+        """True when ``submit_batch(..., checkpoint=)`` found this batch's job in the checkpoint (nothing submitted)."""
         self._started = time.monotonic()
         self._last: dict[str, BatchStatus] = {}
 
@@ -246,6 +251,14 @@ class BatchJob:
         api = batch_api_for(module.provider, limits)
         job = cls(module, api, [], inputs=prompts.texts, index=prompts.index, output=spec,
                   missing=dict(prompts.missing), checkpoint=checkpoint)
+        store = None
+        if checkpoint is not None:
+            # A rerun of the cell (or after a restart) attaches to the job this batch already has: pay once.
+            store = module._checkpoint(checkpoint, module._batch_fingerprint(prompts.texts, spec), False)
+            if (submitted := store.job()) is not None:
+                job.ids = [part for part in submitted.split(JOB_ID_SEPARATOR) if part]
+                job.reattached = True
+                return job
         texts = {i: text for i, text in enumerate(prompts.texts) if i not in prompts.missing}
         entries = [api.encode(request) for request in batch_requests(module, texts, job.params)]
         chunks = api.split(entries)
@@ -259,18 +272,24 @@ class BatchJob:
                 with contextlib.suppress(Exception):
                     await api.cancel(job_id)
             raise
+        if store is not None:
+            store.record_job(job.id, module.provider_name)
         return job
 
     @classmethod
     def attach(
-        cls, job_id: str, *, agent: BaseModule, items: Any = None, prompt: str | RowTemplate | None = None,
-        output: Any = None, checkpoint: str | os.PathLike[str] | None = None, limits: BatchLimits | None = None,
+        cls, job_id: str | None = None, *, agent: BaseModule, items: Any = None,
+        prompt: str | RowTemplate | None = None, output: Any = None,
+        checkpoint: str | os.PathLike[str] | None = None, limits: BatchLimits | None = None,
     ) -> BatchJob:
         """The job ``job_id`` (a ``BatchJob.id``) again, e.g. after a kernel restart, through ``agent``.
 
+        Without ``job_id``, the job is the one ``submit_batch(..., checkpoint=)`` recorded in ``checkpoint``.
         Pass the same ``output=`` to get typed results; ``items=`` (and ``prompt=``) restore the item
         texts where the provider keeps no inputs (Anthropic) and must be the items submitted.
         """
+        if job_id is None:
+            job_id = _job_in(checkpoint, agent)
         spec = None if output is None else OutputSpec.of(output)
         api = batch_api_for(agent.provider, limits)
         inputs, index, missing = None, None, {}
@@ -279,6 +298,23 @@ class BatchJob:
             inputs, index, missing = prompts.texts, prompts.index, dict(prompts.missing)
         ids = [part for part in job_id.split(JOB_ID_SEPARATOR) if part]
         return cls(agent, api, ids, inputs=inputs, index=index, output=spec, missing=missing, checkpoint=checkpoint)
+
+
+def _job_in(checkpoint: str | os.PathLike[str] | None, agent: BaseModule) -> str:
+    """The job id a checkpoint file holds, for ``attach(checkpoint=...)`` without a job id."""
+    from aiforge.store import Checkpoint, Store
+
+    if checkpoint is None:
+        raise ValueError("BatchJob.attach needs a job_id, or the checkpoint= that submit_batch was given.")
+    if not os.path.exists(checkpoint):
+        raise ValueError(f"checkpoint={os.fspath(checkpoint)!r} does not exist: there is no job to attach to.")
+    stored = Checkpoint.stored_job(Store.for_setting(checkpoint, kind="data"))  # type: ignore[arg-type]
+    if stored is None:
+        raise ValueError(f"{os.fspath(checkpoint)} holds no Batch API job (it was not given to submit_batch).")
+    job_id, provider = stored
+    if provider != agent.provider_name:
+        raise ValueError(f"{os.fspath(checkpoint)} holds a {provider} job; the agent talks to {agent.provider_name}.")
+    return job_id
 
 
 def _progress_bar(module: BaseModule, progress: bool, total: int) -> Any:
