@@ -5,7 +5,9 @@
 
 Run it after changing a notebook, or when a checked output changes on purpose, then look at the diff.
 Kernels start with no API keys and no AIFORGE_* settings, so stored outputs always come from the
-embedded and scripted models. Cleaning keeps what a reader needs and nbval compares: execution
+embedded and scripted models, and each notebook's kernel gets its own empty store (AIFORGE_STORE, a
+temporary file deleted afterwards): nothing is written to your real sessions and log, and no output
+depends on what an earlier run left there. Cleaning keeps what a reader needs and nbval compares: execution
 counts from 1, no timing metadata, no widget state or widget views (a panel cannot be shown without
 a live kernel anyway), no JavaScript outputs.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -74,6 +77,15 @@ def coalesce_streams(outputs: list) -> list:
 
 
 def refresh(path: Path) -> list[str]:
+    with tempfile.TemporaryDirectory(prefix="aiforge-refresh-") as store:
+        os.environ["AIFORGE_STORE"] = str(Path(store) / "store.sqlite")
+        try:
+            return _refresh(path)
+        finally:
+            del os.environ["AIFORGE_STORE"]
+
+
+def _refresh(path: Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
