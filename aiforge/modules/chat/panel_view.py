@@ -54,37 +54,45 @@ FOLLOW_JS = """\
   window.__aiforgeFollow = true;
   const SLACK = 24;  // px from the bottom that still counts as "at the bottom"
   const away = new WeakSet();  // scrollers the user has scrolled up in
-  const queued = new Set();
+  const seenTop = new WeakMap();  // each scroller's scrollTop when last looked at here
   const atBottom = (el) => el.scrollHeight - el.scrollTop - el.clientHeight <= SLACK;
   const panelOf = (el) => el.closest(".aiforge-chat-panel");
   const follow = (el) => {
     away.delete(el);
     el.scrollTop = el.scrollHeight;
+    seenTop.set(el, el.scrollTop);
     const panel = panelOf(el);
     if (panel) panel.classList.remove("aiforge-unread");
   };
-  const flush = () => {
-    for (const el of queued) {
-      if (!el.isConnected) continue;
-      if (!away.has(el)) follow(el);
-      else if (!atBottom(el)) { const p = panelOf(el); if (p) p.classList.add("aiforge-unread"); }
-    }
-    queued.clear();
+  // Only the user moves a transcript up: this script only scrolls down, and text grows below. So a scrollTop
+  // below the last one seen means "reading"; the bottom means "following". The scroll event of this script's
+  // own scrolling may arrive after more text came, away from the bottom: that is not the user leaving.
+  const look = (el) => {
+    const top = el.scrollTop, before = seenTop.get(el);
+    seenTop.set(el, top);
+    if (atBottom(el)) follow(el);
+    else if (before !== undefined && top < before - 1) away.add(el);
   };
+  // Right when the transcript changes, not in an animation frame: frames do not run in a hidden tab, and the
+  // newest text is never shown out of view for a frame. A scroll the user made since is seen by look() first.
   new MutationObserver((mutations) => {
-    const before = queued.size;
+    const changed = new Set();
     for (const m of mutations) {
       const node = m.target instanceof Element ? m.target : m.target.parentElement;
       const el = node ? node.closest(".aiforge-chat-scroller") : null;
-      if (el) queued.add(el);
+      if (el) changed.add(el);
     }
-    if (queued.size && !before) requestAnimationFrame(flush);
+    for (const el of changed) {
+      if (!el.isConnected) continue;
+      look(el);
+      if (!away.has(el)) follow(el);
+      else { const p = panelOf(el); if (p) p.classList.add("aiforge-unread"); }
+    }
   }).observe(document.body, { childList: true, subtree: true, characterData: true });
   // Scroll events do not bubble, but a capturing listener on the document sees them.
   document.addEventListener("scroll", (event) => {
     const el = event.target;
-    if (!(el instanceof Element) || !el.classList.contains("aiforge-chat-scroller")) return;
-    if (atBottom(el)) follow(el); else away.add(el);
+    if (el instanceof Element && el.classList.contains("aiforge-chat-scroller")) look(el);
   }, true);
   document.addEventListener("click", (event) => {
     const hit = event.target instanceof Element ? event.target.closest(".aiforge-chat-jump, .aiforge-chat-send") : null;
@@ -113,7 +121,7 @@ STYLE = """<style>
 .aiforge-chat-panel .aiforge-note { opacity: .6; font-style: italic; }
 .aiforge-chat-panel .aiforge-footer { opacity: .7; font-size: 85%; }
 .aiforge-chat-panel .aiforge-icon { width: 1em; height: 1em; vertical-align: -0.125em; fill: currentColor; }
-.aiforge-chat-panel .aiforge-chat-jump-row { display: none; position: sticky; bottom: 0; justify-content: center; }
+.aiforge-chat-panel .aiforge-chat-jump-row { display: none; position: sticky; bottom: 0; text-align: center; }
 .aiforge-chat-panel.aiforge-unread .aiforge-chat-jump-row { display: flex; }
 .aiforge-chat-panel .aiforge-chat-jump { cursor: pointer; border-radius: 12px; padding: 2px 12px;
   border: 1px solid var(--jp-border-color1, #bbb); background: var(--jp-layout-color1, #fff); }

@@ -70,10 +70,14 @@ class ChatPanel:
         self._tasks: set[Any] = set()
 
         self.header = widgets.HTML(STYLE + self._header_html())
-        self.messages = widgets.VBox(_dom_classes=["aiforge-chat-transcript"])
-        # The "new messages" button sticks to the scroller's bottom edge while it shows.
+        # The scroller scrolls, not this box: ipywidgets gives every box ``overflow: auto``, and a box that may
+        # shrink inside the 460 px scroller became the scrolling element, which FOLLOW_JS never scrolled.
+        self.messages = widgets.VBox(
+            layout=widgets.Layout(overflow="visible", flex="0 0 auto"), _dom_classes=["aiforge-chat-transcript"]
+        )
+        # The "new messages" button sticks to the scroller's bottom edge, below the messages, while it shows.
         jump = widgets.HTML(JUMP_HTML, _dom_classes=["aiforge-chat-jump-row"])
-        scroller = widgets.Box(
+        scroller = widgets.VBox(
             [self.messages, jump],
             layout=widgets.Layout(max_height="460px", overflow="auto", padding="2px 4px"),
             _dom_classes=["aiforge-chat-scroller"],
