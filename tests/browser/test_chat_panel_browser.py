@@ -4,6 +4,12 @@ A generated notebook builds a ``ChatPanel`` on a scripted agent that streams slo
 the test can watch an answer grow, see a calculator tool row, stop a long answer and start a new chat.
 A screenshot of the panel is saved as ``test-artifacts/chat_panel.png``.
 
+It also checks, by measuring the DOM, that the transcript follows the conversation (issue #18): once long
+answers overflow the 460 px scroller, the newest message's box lies inside the scroller's box, after a turn
+and while one streams; a reader who has scrolled up stays where they are and gets a "New messages" button,
+which takes them to the newest text. Screenshots: ``panel_streaming.png``, ``panel_tool_row.png``,
+``panel_stopped.png`` and ``panel_new_messages.png`` in ``test-artifacts/``.
+
 Skipped when Playwright or /usr/bin/chromium is missing, unless ``AIFORGE_REQUIRE_BROWSER=1`` (CI), which
 turns the skip into a failure. Playwright never downloads a browser here: it launches /usr/bin/chromium.
 """
@@ -62,6 +68,9 @@ def model(messages):
         return tool_call("calculator", expression="17 * 23")
     if "slowly" in last["content"]:
         return "This answer takes a long time: " + "and it goes on " * 300 + "the end."
+    if "long" in last["content"]:
+        lines = [f"Line {i} of a long answer that makes the transcript scroll." for i in range(1, 14)]
+        return "\\n".join([*lines, "That is all: the long answer is done."])
     return "Streaming answer: " + " ".join(f"token{i}" for i in range(80)) + " done."
 
 
@@ -274,12 +283,73 @@ def _send(panel, text: str) -> None:
     panel.locator(".aiforge-chat-send").click()
 
 
-def test_chat_panel_streams_shows_tools_stops_and_starts_over(sync_playwright, lab: LabServer) -> None:
+# Where the transcript stands, measured in the page: the scroller's scroll state, whether the newest message's box
+# lies inside the scroller's box (1 px of rounding allowed), and the "New messages" button.
+MEASURE_JS = """() => {
+  const panel = document.querySelector(".aiforge-chat-panel");
+  const scroller = panel.querySelector(".aiforge-chat-scroller");
+  const messages = scroller.querySelectorAll(".aiforge-msg");
+  const last = messages[messages.length - 1];
+  const box = scroller.getBoundingClientRect();
+  const msg = last ? last.getBoundingClientRect() : null;
+  const jump = panel.querySelector(".aiforge-chat-jump");
+  const j = jump.getBoundingClientRect();
+  return {
+    scrollTop: scroller.scrollTop, scrollHeight: scroller.scrollHeight, clientHeight: scroller.clientHeight,
+    messages: messages.length,
+    lastTop: msg && msg.top - box.top, lastBottom: msg && msg.bottom - box.top, boxHeight: box.height,
+    inside: !!msg && msg.top >= box.top - 1 && msg.bottom <= box.bottom + 1,
+    streaming: !!last && last.textContent.includes("\u258c"),
+    unread: panel.classList.contains("aiforge-unread"),
+    jumpVisible: j.width > 0 && j.height > 0,
+    jumpInside: j.width > 0 && j.top >= box.top - 1 && j.bottom <= box.bottom + 1,
+  };
+}"""
+
+
+def _measure(page) -> dict:
+    return page.evaluate(MEASURE_JS)
+
+
+def _wait_for(page, condition: str, timeout: float = TURN_TIMEOUT) -> dict:
+    """Wait until ``condition`` (a JavaScript expression over the measurement ``m``) holds; returns that measurement."""
+    script = f"() => {{ const m = ({MEASURE_JS})(); return ({condition}) && m; }}"
+    return page.wait_for_function(script, timeout=timeout * 1000).json_value()
+
+
+def _follows(m: dict) -> bool:
+    """The transcript overflows its scroller, is scrolled down, and the newest message is in view."""
+    return m["scrollHeight"] > m["clientHeight"] and m["scrollTop"] > 0 and m["inside"]
+
+
+def _scroll_state(m: dict) -> str:
+    return (
+        f"scrollTop={m['scrollTop']:.0f} scrollHeight={m['scrollHeight']} clientHeight={m['clientHeight']} "
+        f"newest message at {m['lastTop']:.0f}..{m['lastBottom']:.0f} of {m['boxHeight']:.0f} px"
+    )
+
+
+def _sample_turn(page, panel, messages: int, done: str) -> list[dict]:
+    """Measure the transcript every few tens of milliseconds until its ``messages``-th message, the answer ending
+    in ``done``, is complete."""
+    samples: list[dict] = []
+    deadline = time.monotonic() + TURN_TIMEOUT
+    while time.monotonic() < deadline:
+        m = _measure(page)
+        samples.append(m)
+        if m["messages"] == messages and not m["streaming"] and done in _assistant_text(panel):
+            return samples
+        time.sleep(0.03)
+    raise AssertionError(f"the answer did not complete within {TURN_TIMEOUT:.0f} s; last: {samples[-1:]}")
+
+
+def test_chat_panel_streams_shows_tools_stops_starts_over_and_follows(sync_playwright, lab: LabServer) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "chat_panel_failure.png").unlink(missing_ok=True)  # from an earlier failed run
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        report: list[str] = []  # the scroll measurements, printed (pytest -s shows them; a failure always does)
         try:
             page.goto(f"{lab.url}/lab/tree/chat_panel_test.ipynb?token={lab.token}", timeout=PANEL_TIMEOUT_MS)
             page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=PANEL_TIMEOUT_MS)
@@ -297,13 +367,19 @@ def test_chat_panel_streams_shows_tools_stops_and_starts_over(sync_playwright, l
             assert lengths == sorted(lengths), "the streamed text shrank"
             assert "token79 done." in texts[-1]
 
-            # 2. A calculator question shows a tool row with the tool's input and output.
+            # 2. A calculator question shows a tool row with the tool's input and output, and an SVG wrench
+            #    (no emoji font needed) that the browser lays out at about the text's size.
             _send(panel, "Use the calculator for 17 * 23")
             _watch_turn(panel, done="The calculator says 391.")
             tool_row = panel.locator(".aiforge-assistant").last.locator("details.aiforge-tool")
             tool_row.wait_for(timeout=10_000)
             summary = tool_row.locator("summary").inner_text()
             assert "calculator" in summary and "17 * 23" in summary and "391" in summary, summary
+            icon = tool_row.locator("summary svg.aiforge-icon")
+            assert icon.count() == 1
+            icon_box = icon.bounding_box()
+            assert icon_box is not None and 6 <= icon_box["width"] <= 40 and 6 <= icon_box["height"] <= 40, icon_box
+            panel.screenshot(path=str(ARTIFACTS / "panel_tool_row.png"))
 
             # 3. Stop cancels a slow answer: it is marked stopped, stops growing, and the panel takes input again.
             _send(panel, "Answer slowly, please")
@@ -319,6 +395,7 @@ def test_chat_panel_streams_shows_tools_stops_and_starts_over(sync_playwright, l
             assert _assistant_text(panel) == stopped_text, "the answer kept growing after Stop"
             assert panel.locator(".aiforge-chat-send").is_enabled()
 
+            panel.screenshot(path=str(ARTIFACTS / "panel_stopped.png"))
             panel.screenshot(path=str(SCREENSHOT))
             page.screenshot(path=str(ARTIFACTS / "chat_panel_lab.png"))
 
@@ -330,14 +407,80 @@ def test_chat_panel_streams_shows_tools_stops_and_starts_over(sync_playwright, l
             )
 
             # 5. Enter sends too (the panel's small JavaScript hook); Shift+Enter would add a newline.
+            #    This is the first of three long answers (14 lines each) that overflow the 460 px scroller.
             box = panel.locator(".aiforge-chat-input textarea")
-            box.fill("Hello again")
+            box.fill("Hello again, a long answer please")
             box.press("Enter")
-            _watch_turn(panel, done="done.")
-            assert panel.locator(".aiforge-user").first.inner_text().strip() == "Hello again"
+            _watch_turn(panel, done="the long answer is done.")
+            assert panel.locator(".aiforge-user").first.inner_text().strip() == "Hello again, a long answer please"
+
+            # 6. The transcript follows the conversation (issue #18): while the next two long answers stream and
+            #    after they are done, the scroller is scrolled down and the newest message's box is in its box.
+            for turn in (2, 3):
+                _send(panel, f"Another long answer (number {turn}), please")
+                if turn == 3:
+                    # Mid-stream, a few lines into the answer: in view while still streaming, then a screenshot.
+                    m = _wait_for(
+                        page,
+                        "m.streaming && m.messages === 6 && m.lastBottom - m.lastTop > 120"
+                        " && m.scrollHeight > m.clientHeight && m.scrollTop > 0 && m.inside",
+                    )
+                    report.append(f"turn 3 streaming: {_scroll_state(m)}")
+                    panel.screenshot(path=str(ARTIFACTS / "panel_streaming.png"))
+                samples = _sample_turn(page, panel, 2 * turn, done="the long answer is done.")
+                overflowing = [m for m in samples if m["streaming"] and m["scrollHeight"] > m["clientHeight"]]
+                followed = [m for m in overflowing if _follows(m)]
+                assert not any(m["unread"] for m in samples), (
+                    f"turn {turn}: 'New messages' showed though the reader never scrolled up: {samples}"
+                )
+                if turn == 3:
+                    heights = {m["scrollHeight"] for m in followed}
+                    assert len(heights) >= 3, (
+                        f"turn 3: the newest message was in view at only {len(heights)} heights while streaming: "
+                        f"{[_scroll_state(m) for m in overflowing]}"
+                    )
+                report.append(
+                    f"turn {turn}: {len(followed)} of {len(overflowing)} overflowing samples while streaming in view"
+                )
+            m = _wait_for(page, "!m.streaming && m.messages === 6", timeout=10)
+            report.append(f"after three long answers: {_scroll_state(m)}")
+            assert m["scrollHeight"] > m["clientHeight"], _scroll_state(m)
+            assert m["scrollTop"] > 0, f"the transcript was not scrolled: {_scroll_state(m)}"
+            assert m["inside"], f"the newest message is out of view: {_scroll_state(m)}"
+            assert m["scrollTop"] >= m["scrollHeight"] - m["clientHeight"] - 2, f"not at the bottom: {_scroll_state(m)}"
+            assert not m["unread"] and not m["jumpVisible"]
+
+            # 7. A reader who scrolls up while an answer streams stays there; a "New messages" button shows instead.
+            _send(panel, "And one more long answer")
+            _wait_for(page, "m.streaming && m.messages === 8 && m.scrollTop > 0")
+            page.evaluate("() => { document.querySelector('.aiforge-chat-scroller').scrollTop = 0; }")
+            scrolled_up = _wait_for(page, "m.unread && m.jumpVisible")
+            report.append(f"scrolled up while streaming: {_scroll_state(scrolled_up)}")
+            samples = _sample_turn(page, panel, 8, done="the long answer is done.")
+            m = samples[-1]
+            report.append(f"scrolled up, answer done: {_scroll_state(m)}")
+            assert m["scrollHeight"] > scrolled_up["scrollHeight"], "the answer did not grow after scrolling up"
+            assert max(s["scrollTop"] for s in samples) <= 2, f"pulled down: {[_scroll_state(s) for s in samples]}"
+            assert m["unread"] and m["jumpVisible"] and m["jumpInside"], m
+            assert not m["inside"], f"the newest message should be below the view: {_scroll_state(m)}"
+            assert panel.locator(".aiforge-chat-jump").is_visible()
+            panel.screenshot(path=str(ARTIFACTS / "panel_new_messages.png"))
+
+            # The button takes the reader to the newest message and goes away.
+            panel.locator(".aiforge-chat-jump").click()
+            m = _wait_for(page, "!m.unread && !m.jumpVisible && m.scrollTop > 0 && m.inside", timeout=10)
+            report.append(f"after 'New messages': {_scroll_state(m)}")
+            assert m["scrollTop"] >= m["scrollHeight"] - m["clientHeight"] - 2, f"not at the bottom: {_scroll_state(m)}"
+            assert not panel.locator(".aiforge-chat-jump").is_visible()
+            print("\n".join(report))
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "chat_panel_failure.png"), full_page=True)
             print(lab.log_tail())
+            print("\n".join(report))
+            try:
+                print("transcript:", _measure(page))
+            except Exception as exc:  # noqa: BLE001 - the page may be gone; the original error matters
+                print("transcript: not measured:", exc)
             raise
         finally:
             browser.close()
