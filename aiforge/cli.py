@@ -181,7 +181,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         print(f"aiforge: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # a batch's interrupt says what it kept
-        print(f"\naiforge: {exc or 'interrupted'}", file=sys.stderr)
+        print(f"\naiforge: {str(exc) or 'interrupted'}", file=sys.stderr)
         return 130
     return 0
 

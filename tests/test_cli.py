@@ -44,6 +44,19 @@ def test_usage_error_exits_two() -> None:
     assert run("chat", "--provider", "scripted", "--memory-k", "0", "hi")[0] == 2
 
 
+def test_an_interrupt_without_a_message_says_interrupted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An exception is always truthy: `exc or 'interrupted'` printed an empty "aiforge: " line.
+    def interrupted(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("aiforge.cli._turn", interrupted)
+
+    assert run("chat", "--provider", "scripted", "hi")[0] == 130
+    assert capsys.readouterr().err == "\naiforge: interrupted\n"
+
+
 def test_interactive_session_keeps_context(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO("first\nsecond\n/exit\n"))
     code, out = run("chat", "--provider", "scripted")

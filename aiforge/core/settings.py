@@ -171,13 +171,14 @@ class _YamlSource(PydanticBaseSettingsSource):
     def __init__(self, settings_cls: type[BaseSettings]) -> None:
         super().__init__(settings_cls)
         path = config_path()
-        self.config = load_yaml(path) if path else None
+        # Not ``self.config``: the base class keeps the settings class's model_config there.
+        self.yaml_config = load_yaml(path) if path else None
 
     def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
         raise NotImplementedError  # __call__ is overridden
 
     def __call__(self) -> dict[str, Any]:
-        return dict(self.config.values) if self.config else {}
+        return dict(self.yaml_config.values) if self.yaml_config else {}
 
 
 # ---------------------------------------------------------------------------

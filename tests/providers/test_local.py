@@ -159,6 +159,18 @@ def test_tool_instructions_describe_each_tool_and_the_json_to_reply_with() -> No
     assert 'To answer the user directly: {"answer": "<your answer>"}' in instructions
 
 
+def test_tool_instructions_take_a_parameter_whose_type_is_a_list() -> None:
+    # JSON Schema allows "type": ["string", "null"]; it was used as a dict key (TypeError: unhashable type).
+    tool: ToolSpec = {
+        "name": "lookup",
+        "parameters": {"type": "object", "properties": {"key": {"type": ["string", "null"]}, "n": {"type": "integer"}}},
+    }
+
+    instructions = tool_instructions([tool])
+
+    assert 'To use lookup: {"tool": "lookup", "arguments": {"key": <value>, "n": <integer>}}' in instructions
+
+
 # --- chat_messages -------------------------------------------------------------------------------------------------
 
 

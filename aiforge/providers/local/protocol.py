@@ -75,16 +75,19 @@ def tool_instructions(tools: list[ToolSpec], output: OutputSpec | None = None) -
     lines.append("Reply with one JSON object and nothing else.")
     for tool in tools:
         properties = (tool.get("parameters") or {}).get("properties", {})
-        arguments = ", ".join(
-            f'"{arg}": {PLACEHOLDERS.get(spec.get("type") if isinstance(spec, dict) else None, "<value>")}'
-            for arg, spec in properties.items()
-        )
+        arguments = ", ".join(f'"{arg}": {_argument_placeholder(spec)}' for arg, spec in properties.items())
         lines.append(f'To use {tool["name"]}: {{"tool": "{tool["name"]}", "arguments": {{{arguments}}}}}')
     if output is None:
         lines.append('To answer the user directly: {"answer": "<your answer>"}')
     else:
         lines += [f"To answer the user directly: {answer_placeholder(output)}", *field_notes(output)]
     return "\n".join(lines)
+
+
+def _argument_placeholder(spec: Any) -> str:
+    # A JSON Schema "type" may be a list (["string", "null"]): only a single type name has a placeholder.
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    return PLACEHOLDERS.get(kind, "<value>") if isinstance(kind, str) else "<value>"
 
 
 def _call_json(call: ToolCall) -> str:
@@ -180,7 +183,8 @@ def _json_string_prefix(body: str) -> str:
     piece = body[:cut]
     if _HIGH_SURROGATE.search(piece):  # wait for the low half of the pair
         piece = piece[:-6]
-    return json.loads(f'"{piece}"', strict=False)
+    text: str = json.loads(f'"{piece}"', strict=False)
+    return text
 
 
 class AnswerStream:
