@@ -164,7 +164,8 @@ def model_from_schema(schema: dict[str, Any]) -> type:
         else:
             fields[name] = (kind | None, Field(default=None, description=description))
     title = str(schema.get("title") or "Row")
-    return create_model(title if title.isidentifier() else "Row", **fields)
+    model: type = create_model(title if title.isidentifier() else "Row", **fields)
+    return model
 
 
 def _python_type(prop: Any) -> Any:

@@ -14,8 +14,8 @@ import asyncio
 import concurrent.futures
 import sys
 import threading
-from collections.abc import AsyncIterable, Coroutine, Iterator
-from typing import Any, TypeVar
+from collections.abc import AsyncIterable, Coroutine, Generator
+from typing import Any, TypeVar, cast
 
 from aiforge.core.types import Interrupted
 
@@ -134,7 +134,7 @@ def _run_on_background(coro: Coroutine[Any, Any, T]) -> T:
         raise _interrupted() from None
     if not ok:
         raise value
-    return value
+    return cast(T, value)  # ``await coro``'s result
 
 
 def _interrupted() -> Interrupted:
@@ -145,7 +145,7 @@ def _interrupted() -> Interrupted:
     return Interrupted(INTERRUPTED)
 
 
-def iterate_sync(source: AsyncIterable[T]) -> Iterator[T]:
+def iterate_sync(source: AsyncIterable[T]) -> Generator[T, None, None]:
     """Iterate an async iterable (an async generator, a streamed turn) from sync code, one item at a time.
 
     Closing the returned iterator early (``break``) closes the async generator too, so its
@@ -153,11 +153,11 @@ def iterate_sync(source: AsyncIterable[T]) -> Iterator[T]:
     """
     agen = aiter(source)
 
-    async def next_item() -> tuple[bool, T | None]:
+    async def next_item() -> tuple[T] | None:
         try:
-            return True, await agen.__anext__()
+            return (await agen.__anext__(),)
         except StopAsyncIteration:
-            return False, None
+            return None
 
     async def close() -> None:
         aclose = getattr(agen, "aclose", None)
@@ -167,11 +167,11 @@ def iterate_sync(source: AsyncIterable[T]) -> Iterator[T]:
     finished = False
     try:
         while True:
-            more, item = run_sync(next_item())
-            if not more:
+            got = run_sync(next_item())
+            if got is None:
                 finished = True
                 return
-            yield item  # type: ignore[misc]
+            yield got[0]
     finally:
         if not finished:
             run_sync(close())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from aiforge.core.output import OutputSpec, resolve_ref
 
@@ -20,7 +20,12 @@ if TYPE_CHECKING:
 
 OUTPUT_COLUMN = "output"
 
-_SCALAR_DTYPES = {"boolean": "boolean", "integer": "Int64", "number": "Float64", "string": "string"}
+_SCALAR_DTYPES: dict[str, Literal["boolean", "Int64", "Float64", "string"]] = {
+    "boolean": "boolean",
+    "integer": "Int64",
+    "number": "Float64",
+    "string": "string",
+}
 
 
 def output_columns(values: Sequence[Any], spec: OutputSpec, index: Any) -> pd.DataFrame:

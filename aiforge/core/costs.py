@@ -17,6 +17,8 @@ from aiforge.core.pricing import price_of
 from aiforge.core.types import Usage
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     import pandas as pd
 
 
@@ -55,13 +57,13 @@ _INTERNAL = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.pat
 
 def _caller_stacklevel() -> int:
     """The stacklevel of the first frame outside aiforge, LangGraph and asyncio (1 if none)."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     level = 2
     while frame is not None:
         name = frame.f_code.co_filename
         if not name.startswith(_INTERNAL) and "langgraph" not in name and "langchain_core" not in name:
             return level
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
         level += 1
     return 1
 

@@ -121,7 +121,9 @@ class OutputSpec:
         try:
             data = json.loads(_unfenced(text))
         except ValueError as exc:
-            errors = [{"type": "json_invalid", "loc": (), "msg": f"Invalid JSON: {exc}", "input": text}]
+            errors: list[dict[str, Any]] = [
+                {"type": "json_invalid", "loc": (), "msg": f"Invalid JSON: {exc}", "input": text}
+            ]
             raise OutputValidationError(f"The reply is not valid JSON: {exc}", raw_text=text, errors=errors) from None
         prefix: tuple[Any, ...] = ()
         if not self.is_object and isinstance(data, dict) and set(data) == {WRAPPER_KEY}:
@@ -185,7 +187,8 @@ def resolve_ref(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     """``schema`` with a local ``#/$defs/`` reference followed (once is enough: pydantic never chains them)."""
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return defs.get(ref.removeprefix("#/$defs/"), schema)
+        resolved: dict[str, Any] = defs.get(ref.removeprefix("#/$defs/"), schema)
+        return resolved
     return schema
 
 

@@ -28,7 +28,8 @@ def _notebook_bar() -> type:
     from IPython.display import display
     from tqdm.notebook import tqdm_notebook
 
-    class NotebookBar(tqdm_notebook):  # type: ignore[misc]
+    # types-tqdm makes tqdm_notebook generic, but the class cannot be subscripted at run time.
+    class NotebookBar(tqdm_notebook):  # type: ignore[type-arg]
         """tqdm's notebook bar, shown through a display handle that ends as the bar's final text."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -109,7 +109,7 @@ class RetryPolicy:
         The cap doubles from ``initial_backoff`` up to ``max_backoff``. Full jitter spreads
         the retries of many concurrent batch calls instead of sending them in waves.
         """
-        cap = min(self.max_backoff, self.initial_backoff * 2 ** min(retries_done, 32))
+        cap = min(self.max_backoff, self.initial_backoff * 2.0 ** min(retries_done, 32))
         return cap * rng()
 
     def delay_before_retry(

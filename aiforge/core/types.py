@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 from aiforge.core.render import replace_lone_surrogates
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from aiforge.core.output import OutputSpec
 
 # ---------------------------------------------------------------------------
@@ -28,7 +30,7 @@ def _short_traceback(exc: BaseException, name: str | None = None) -> list[str]:
     """IPython's ``_render_traceback_``: the error as one line, or the full traceback for ``%tb``."""
     # IPython calls the hook for the cell's output, for its history store and again for %tb;
     # only %tb (IPython.core.magics.execution's ``tb``) is a request for the frames.
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if code.co_name == "tb" and code.co_filename.endswith(os.path.join("magics", "execution.py")):

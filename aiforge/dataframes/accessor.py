@@ -16,7 +16,7 @@ Importing this module registers the accessors (``aiforge`` imports it when panda
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pandas as pd
 
@@ -64,7 +64,7 @@ class _Operations:
     ) -> pd.Series:
         """A categorical Series ``label`` of ``labels``: the answer is constrained to them."""
         labels = _checked_labels(labels)
-        batch = self._run(prompt, Literal[labels], agent, concurrency, settings)  # type: ignore[valid-type]
+        batch = self._run(prompt, Literal[labels], agent, concurrency, settings)
         return _attach(_columns(batch)[OUTPUT_COLUMN].rename(LABEL_COLUMN), batch)
 
     def filter(
@@ -100,6 +100,8 @@ class _Operations:
 class DataFrameOperations(_Operations):
     """``df.aiforge.map / classify / filter / extract``; prompts name the frame's columns."""
 
+    _data: pd.DataFrame
+
     def extract(
         self,
         column: str,
@@ -119,6 +121,8 @@ class DataFrameOperations(_Operations):
 @pd.api.extensions.register_series_accessor(ATTRS_KEY)
 class SeriesOperations(_Operations):
     """``s.aiforge.map / classify / filter / extract`` over the values; prompts say ``{value}``."""
+
+    _data: pd.Series
 
     def extract(
         self,
@@ -167,7 +171,10 @@ def _batch(
             "set them on the agent you pass instead."
         )
     # A DataFrame operation covers the whole frame: run_batch's max_batch guards lists built by hand.
-    return agent.run_batch(items, concurrency, max(len(items), 1), output=output, prompt=prompt, **options)
+    result: BatchResult = agent.run_batch(
+        items, concurrency, max(len(items), 1), output=output, prompt=prompt, **options
+    )
+    return result
 
 
 def _columns(batch: BatchResult) -> pd.DataFrame:
@@ -180,7 +187,10 @@ def _columns(batch: BatchResult) -> pd.DataFrame:
     return pd.DataFrame({RESPONSE_COLUMN: pd.array(values, dtype="string")}, index=batch.index)
 
 
-def _attach(data: Any, batch: BatchResult) -> Any:
+_Data = TypeVar("_Data", bound="pd.DataFrame | pd.Series[Any]")
+
+
+def _attach(data: _Data, batch: BatchResult) -> _Data:
     data.attrs[ATTRS_KEY] = batch
     return data
 

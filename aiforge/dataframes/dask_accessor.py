@@ -92,7 +92,7 @@ class DaskOperations:
     def filter(self, prompt: str, concurrency: int = 10, **settings: Any) -> dd.DataFrame:
         """The rows for which the model answers true; failed rows are left out."""
         spec, job = self._job("filter", concurrency, settings, prompt=prompt)
-        result = self._data.map_partitions(_kept_rows, spec, job, meta=self._data._meta)
+        result: dd.DataFrame = self._data.map_partitions(_kept_rows, spec, job, meta=self._data._meta)
         setattr(result, JOB_ATTRIBUTE, job)
         return result
 
@@ -107,7 +107,7 @@ class DaskOperations:
     def _new_columns(self, operation: str, concurrency: int, settings: dict[str, Any], **what: Any) -> dd.DataFrame:
         spec, job = self._job(operation, concurrency, settings, **what)
         meta = spec.empty_columns(self._data._meta.index)
-        result = self._data.map_partitions(_job_columns, spec, job, meta=meta)
+        result: dd.DataFrame = self._data.map_partitions(_job_columns, spec, job, meta=meta)
         setattr(result, JOB_ATTRIBUTE, job)
         return result
 

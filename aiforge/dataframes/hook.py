@@ -12,7 +12,10 @@ import importlib.util
 import sys
 import warnings
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 ACCESSOR_MODULE = "aiforge.dataframes.accessor"
 
@@ -46,7 +49,8 @@ class _ImportFinder:
             sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.loader is not None:
-            spec.loader = _RegisteringLoader(spec.loader, self.accessor)
+            # A loader by duck typing: what it does not define itself comes from the wrapped loader.
+            spec.loader = cast("Loader", _RegisteringLoader(spec.loader, self.accessor))
         return spec
 
 
@@ -63,7 +67,7 @@ class _DaskImportFinder(_ImportFinder):
 class _RegisteringLoader:
     """The library's loader, then the registration; the library is left with its own loader."""
 
-    def __init__(self, loader: Any, accessor: str) -> None:
+    def __init__(self, loader: Loader, accessor: str) -> None:
         self._loader = loader
         self._accessor = accessor
 

@@ -89,7 +89,7 @@ class PartitionSpec:
         options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
         if operation == "classify":
             labels = _checked_labels(labels)
-            output = Literal[labels]  # type: ignore[valid-type]
+            output = Literal[labels]
         elif operation == "filter":
             output = bool
         elif operation == "extract":
@@ -139,9 +139,10 @@ def run_partition(part: pd.DataFrame, spec: PartitionSpec) -> BatchResult:
         folder.mkdir(parents=True, exist_ok=True)
         options["checkpoint"] = folder / f"partition-{partition_key(part)}.sqlite"
     agent = process_agent(spec.settings)
-    return agent.run_batch(
+    result: BatchResult = agent.run_batch(
         items, spec.concurrency, max(len(items), 1), output=spec.output, prompt=spec.prompt, **options
     )
+    return result
 
 
 def process_agent(settings: Mapping[str, Any]) -> ChatAgent:

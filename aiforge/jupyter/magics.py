@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -42,7 +42,7 @@ _SELECTION = [
 ]
 
 
-def _with(decorators: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+def _with(decorators: Sequence[Callable[[Any], Any]]) -> Callable[[Any], Any]:
     def apply(func: Any) -> Any:
         for decorator in reversed(decorators):
             func = decorator(func)
@@ -141,13 +141,13 @@ class ChatMagics(Magics):
 
             %chat -a support_agent What is our refund policy?
         """
-        parser = self.chat.parser  # type: ignore[attr-defined]
+        parser = self.chat.parser
         if cell is None:
             tokens, message = _split_line(line, parser)
         else:
             tokens, message = _tokens(line), cell
         args = parser.parse_args(tokens)
-        namespace = self.shell.user_ns
+        namespace = self._namespace
         agent = None
         try:
             output = _output_type(args.output, namespace) if args.output else None
@@ -259,6 +259,13 @@ class ChatMagics(Magics):
 
     # -- agents ----------------------------------------------------------------------------
 
+    @property
+    def _namespace(self) -> dict[str, Any]:
+        """The notebook's variables (magics registered with IPython always have its shell)."""
+        assert self.shell is not None
+        namespace: dict[str, Any] = self.shell.user_ns
+        return namespace
+
     def _agent(self, args: Any, *, create: bool = True) -> Any:
         config = _config(args)
         if args.agent:
@@ -268,9 +275,9 @@ class ChatMagics(Magics):
                     "--max-tokens/--session are for session agents"
                 )
             name = args.agent.split(".")[0].split("[")[0].strip()
-            if name not in self.shell.user_ns:
+            if name not in self._namespace:
                 raise UsageError(f"-a {args.agent}: no variable named {name!r} in the notebook: no agent of that name")
-            agent = resolve_reference(args.agent, self.shell.user_ns)
+            agent = resolve_reference(args.agent, self._namespace)
             if not (hasattr(agent, "stream_turn") and hasattr(agent, "reset")):
                 raise UsageError(f"-a {args.agent}: a ChatAgent is needed, got {type(agent).__name__}")
             return agent

@@ -203,8 +203,9 @@ class BaseModule(SubmitsBatchJobs, ABC):
         checkpoint: str | os.PathLike[str] | None = None,
     ) -> BatchEstimate:
         """What ``run_batch`` with these arguments would cost, before anything is spent (``BatchEstimate``)."""
-        return self.run_batch(items, len(items) or 1, max(len(items), 1), output=output, prompt=prompt,
-                              checkpoint=checkpoint, estimate=True)
+        estimate: BatchEstimate = self.run_batch(items, len(items) or 1, max(len(items), 1), output=output,
+                                                 prompt=prompt, checkpoint=checkpoint, estimate=True)
+        return estimate
 
     async def _batch(
         self, items: Any, concurrency: int, max_batch: int, output: Any, prompt: str | RowTemplate | None,
@@ -232,9 +233,9 @@ class BaseModule(SubmitsBatchJobs, ABC):
         checkpoint = self._checkpoint(options["checkpoint"], batch, options["restart"])
         done = self._finished(batch, checkpoint, item_type, spec, restart=options["restart"])
         errors: dict[int, BaseException] = {i: MissingValueError(why) for i, why in prompts.missing.items()}
-        pricer = self._pricer(spec) if options["estimate"] or max_cost is not None else None
         if options["estimate"]:
-            return _estimate(pricer, inputs, done, errors)
+            return _estimate(self._pricer(spec), inputs, done, errors)
+        pricer = self._pricer(spec) if max_cost is not None else None
         progress = _progress_bar(len(inputs)) if _progress_enabled(self.settings) and inputs else None
         if progress is not None and (errors or done):
             progress.update(len(errors) + len(done))

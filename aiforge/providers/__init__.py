@@ -122,7 +122,8 @@ def resolve_provider_name(settings: AIForgeSettings) -> str:
 
 def _builtin_class(name: str) -> type[Provider]:
     module_name, _, attr = _BUILTIN[name].partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+    cls: type[Provider] = getattr(importlib.import_module(module_name), attr)
+    return cls
 
 
 def create_provider(settings: AIForgeSettings, name: str | None = None) -> Provider:
@@ -136,7 +137,7 @@ def create_provider(settings: AIForgeSettings, name: str | None = None) -> Provi
     if custom is not None:
         return custom(settings)
     cls = _builtin_class(name)
-    key = (name, *cls.connection_key(settings))  # type: ignore[attr-defined]
+    key = (name, *cls.connection_key(settings))
     with _lock:
         instance = _instances.get(key)
         if instance is None:

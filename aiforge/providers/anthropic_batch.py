@@ -19,6 +19,7 @@ from aiforge.providers.batch_api import (
     BatchStatus,
     ItemNotRunError,
     ItemResult,
+    JobState,
     ProviderBatchAPI,
     sdk_call,
 )
@@ -81,6 +82,7 @@ class AnthropicBatchAPI(ProviderBatchAPI):
     def _status(self, batch: anthropic.types.messages.MessageBatch) -> BatchStatus:
         counts = batch.request_counts
         total = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
+        state: JobState
         if batch.processing_status == "ended":
             state = "expired" if counts.expired else "cancelled" if batch.cancel_initiated_at else "completed"
         else:

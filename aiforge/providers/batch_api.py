@@ -141,7 +141,8 @@ def batch_api_for(provider: Provider, limits: BatchLimits | None = None) -> Prov
     """
     own = getattr(provider, "batch_api", None)
     if callable(own):
-        return own(limits)
+        api: ProviderBatchAPI = own(limits)
+        return api
     name = getattr(provider, "provider_name", None) or provider.name
     if name in ("openai", "internal_gateway"):
         from aiforge.providers.openai_batch import OpenAIBatchAPI

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import ClassVar
 
@@ -47,7 +47,7 @@ class GatewayProvider(ChatCompletionsProvider):
 
     async def stream(
         self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         sends_json_schema, started = self._sends_json_schema(params), False
         try:
             async with aclosing(super().stream(messages, tools, params)) as events:

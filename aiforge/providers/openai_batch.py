@@ -11,7 +11,7 @@ its 404 reaches the caller as a ``NotFoundError``).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from aiforge.core.types import CallParams, ProviderError
 from aiforge.providers.batch_api import (
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 OPENAI_LIMITS = BatchLimits(max_requests=50_000, max_bytes=200 * 1024 * 1024)
 """OpenAI's documented limits for one batch (Batch API guide)."""
 
-_ENDPOINT = "/v1/chat/completions"
+_ENDPOINT: Final = "/v1/chat/completions"
 _STATES: dict[str, JobState] = {
     "validating": "running",
     "in_progress": "running",

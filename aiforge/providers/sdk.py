@@ -11,7 +11,7 @@ import asyncio
 import hashlib
 import threading
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol, TypeVar
@@ -259,7 +259,7 @@ class SDKProvider(Provider, Generic[C]):
 
     async def stream(
         self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         request = self._stream_request(messages, tools, params)
         events = iterate_with_retries(lambda: self._stream_once(messages, request, params), policy=self.retry_policy)
         async with aclosing(events):  # a consumer that stops early must still release the connection

@@ -172,7 +172,8 @@ class TurnLog:
         ``search`` is an FTS5 query over the prompt and the reply (words, ``"a phrase"``, ``OR``, ``prefix*``);
         ``since`` / ``until`` take a datetime, an ISO date or time, or epoch seconds.
         """
-        where, args = [], []
+        where: list[str] = []
+        args: list[str | float] = []
         for column, value in (("session", session), ("conversation_id", conversation_id), ("model", model)):
             if value is not None:
                 where.append(f"log.{column} = ?")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,7 +56,7 @@ class Sessions:
         return rows[0][0] if rows else 0
 
     def save(
-        self, name: str, *, conversation_id: str, history: Sequence[dict[str, Any]], summary: str | None,
+        self, name: str, *, conversation_id: str, history: Sequence[Mapping[str, Any]], summary: str | None,
         memory_mode: str,
     ) -> int:
         """Replace the session with this conversation in one transaction; returns its new version."""

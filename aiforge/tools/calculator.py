@@ -30,7 +30,7 @@ class _CalculatorError(Exception):
     """An expression the calculator refuses or cannot evaluate; the message is shown to the model."""
 
 
-def _checked_result(value: Any) -> Any:
+def _checked_result(value: float | complex) -> float:
     if isinstance(value, complex):
         raise _CalculatorError("the result is not a real number")
     if isinstance(value, int) and value.bit_length() * _LOG10_2 > MAX_RESULT_DIGITS:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aiforge.core.pricing import lookup_price
+from aiforge.core.pricing import ModelPrice, lookup_price
 from aiforge.core.types import Usage
 
 APPROX_CHARS_PER_TOKEN = 4
@@ -76,7 +76,7 @@ class ItemPricer:
     output_tokens: int
     count: Callable[[str], int]
     counting: str
-    price: Any  # core.pricing.ModelPrice | None
+    price: ModelPrice | None
     free: bool
 
     def input_tokens(self, text: str) -> int:

@@ -90,7 +90,8 @@ class BatchResult:
 
     @property
     def total_cost(self) -> float:
-        return sum(r.cost for r in self.results)
+        total: float = sum(r.cost for r in self.results)
+        return total
 
     @property
     def total_tokens(self) -> int:

@@ -49,7 +49,7 @@ class KeptBatch:
 
 def kept_batches(module: Any) -> OrderedDict[str, KeptBatch]:
     """The module's interrupted batches by batch key (made on first use)."""
-    kept = module.__dict__.get("_kept_batches")
+    kept: OrderedDict[str, KeptBatch] | None = module.__dict__.get("_kept_batches")
     if kept is None:
         kept = module.__dict__["_kept_batches"] = OrderedDict()
     return kept

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 
-from aiforge.core.types import Completion
+from aiforge.core.types import Completion, ToolCall
 from aiforge.modules.chat.prompts import TOOL_LIMIT_MESSAGE, TOOL_LIMIT_RESULT
 from aiforge.modules.chat.runtime import Turn
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 class ChatAgentState(TypedDict):
     messages: list[dict[str, Any]]  # conversation history sent to the model
     current_input: str  # current user message
-    tool_calls: list[dict[str, Any]]  # pending tool invocations
+    tool_calls: list[ToolCall]  # pending tool invocations
     tool_results: Annotated[list[dict[str, Any]], operator.add]  # accumulated tool results
     iteration: int  # tool-loop counter
     max_tool_iterations: int  # safety cap
@@ -35,7 +35,8 @@ class ChatAgentState(TypedDict):
 
 
 def _turn(config: RunnableConfig) -> Turn:
-    return config["configurable"]["turn"]
+    turn: Turn = config["configurable"]["turn"]
+    return turn
 
 
 def _assistant_message(completion: Completion) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def _assistant_message(completion: Completion) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 
 
-async def _model_step(state: ChatAgentState, config: RunnableConfig, node: str) -> Command:
+async def _model_step(state: ChatAgentState, config: RunnableConfig, node: str) -> Command[str]:
     from langgraph.types import Command  # loaded with the graph, not at ``import aiforge``
 
     turn = _turn(config)
@@ -84,12 +85,12 @@ async def _model_step(state: ChatAgentState, config: RunnableConfig, node: str) 
     return Command(update=update, goto=should_go_on({**state, "tool_calls": pending}))
 
 
-async def route(state: ChatAgentState, config: RunnableConfig) -> Command:
+async def route(state: ChatAgentState, config: RunnableConfig) -> Command[str]:
     """Send the history to the model: it answers, or asks for tools (then ``execute_tool``)."""
     return await _model_step(state, config, "route")
 
 
-async def process_result(state: ChatAgentState, config: RunnableConfig) -> Command:
+async def process_result(state: ChatAgentState, config: RunnableConfig) -> Command[str]:
     """Send the tool results back to the model: it answers, or asks for more tools (``execute_tool``)."""
     return await _model_step(state, config, "process_result")
 
@@ -100,9 +101,9 @@ async def execute_tool(state: ChatAgentState, config: RunnableConfig) -> dict[st
     toolset = turn.runtime.toolset
     calls = state["tool_calls"]
     if len(calls) == 1:
-        outcomes = [await toolset.execute(calls[0])]  # type: ignore[arg-type]
+        outcomes = [await toolset.execute(calls[0])]
     else:
-        outcomes = await asyncio.gather(*(toolset.execute(c) for c in calls))  # type: ignore[arg-type]
+        outcomes = await asyncio.gather(*(toolset.execute(c) for c in calls))
     messages = list(state["messages"])
     results = []
     trace = []

@@ -19,7 +19,7 @@ from aiforge.modules.chat.cached_turns import TurnKeyBase, cache_marks, lookup
 from aiforge.modules.chat.memory import MEMORY_MODES, Conversation, apply_memory
 from aiforge.modules.chat.prompts import DEFAULT_SYSTEM_PROMPT, SUMMARY_PREFIX
 from aiforge.modules.chat.replay import cassette_provider
-from aiforge.modules.chat.runtime import AgentRuntime, Turn, TurnStream, final_call_truncated
+from aiforge.modules.chat.runtime import AgentRuntime, ToolEvent, Turn, TurnStream, final_call_truncated
 from aiforge.modules.chat.schemas import ChatResponse, ToolCallRecord
 from aiforge.modules.chat.sessions import chat_store
 from aiforge.modules.chat.structured import TurnOutcome, output_spec, run_turn
@@ -256,7 +256,7 @@ class ChatAgent(BaseModule):
         conversation: Conversation,
         message: str,
         system_prompt: str | None,
-        emit: Callable[[str], None] | None,
+        emit: Callable[[str | ToolEvent], None] | None,
         *,
         output: Any = None,
         remember: bool = True,

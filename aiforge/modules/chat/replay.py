@@ -63,8 +63,8 @@ class CassetteProvider(Provider):
         entry = self._recorded(request)
         if entry is not None:
             completion = completion_of(entry["completion"])
-            chunks = entry["chunks"] if entry["chunks"] is not None else [completion.text]
-            for chunk in filter(None, chunks):
+            recorded = entry["chunks"] if entry["chunks"] is not None else [completion.text]
+            for chunk in filter(None, recorded):
                 yield chunk
             yield completion
             return

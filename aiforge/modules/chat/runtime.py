@@ -8,7 +8,7 @@ import secrets
 import time
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aiforge.core.costs import CostTracker
 from aiforge.core.types import CallParams, Completion, Message
@@ -16,6 +16,8 @@ from aiforge.modules.chat.tool_runner import ToolInterrupted, Toolset
 from aiforge.providers.base import Provider
 
 if TYPE_CHECKING:
+    from types import AsyncGeneratorType
+
     from aiforge.modules.chat.schemas import ChatResponse
 
 
@@ -149,14 +151,15 @@ class TurnStream:
         self._run = run
         self.on_tool: Callable[[dict[str, Any]], None] | None = None
         """Called with ``{"id", "tool", "input", "output", "error"}`` for each finished tool call."""
-        self._deltas: AsyncGenerator[str, None] | None = None
+        self._deltas: AsyncGeneratorType[str, None] | None = None
         self.response: ChatResponse | None = None
         """The turn's ``ChatResponse``, once the iteration has ended normally."""
 
     def __aiter__(self) -> AsyncGenerator[str, None]:
         if self._deltas is not None:
             raise RuntimeError("a TurnStream is iterated once")
-        self._deltas = self._stream()
+        # The generator object itself (not just the protocol): cancel() reads its ag_running.
+        self._deltas = cast("AsyncGeneratorType[str, None]", self._stream())
         return self._deltas
 
     async def _stream(self) -> AsyncGenerator[str, None]:

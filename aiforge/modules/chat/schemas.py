@@ -155,7 +155,8 @@ class ChatResponse(BaseModel):
         """This response as JSON for a batch checkpoint; ``output`` is rebuilt from ``message`` when read."""
         import pydantic_core
 
-        return pydantic_core.to_jsonable_python(self, exclude={"output"}, fallback=str)
+        payload: dict[str, Any] = pydantic_core.to_jsonable_python(self, exclude={"output"}, fallback=str)
+        return payload
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any], output: OutputSpec | None) -> ChatResponse:
@@ -181,7 +182,8 @@ class ChatResponse(BaseModel):
         if self.truncated:
             from aiforge.core.render import truncation_note
 
-            parts.append(truncation_note(self))
+            if note := truncation_note(self):
+                parts.append(note)
         if self.cached:
             parts.append(f"cached (was ${self.cached_cost or 0.0:.5f})")
         return " · ".join(parts)

@@ -128,8 +128,8 @@ class ChatStore:
                 model=response.model,
                 prompt=str(sent[-1]["content"]),
                 reply=response.message,
-                messages_in=sent,  # type: ignore[arg-type]
-                messages_out=produced,  # type: ignore[arg-type]
+                messages_in=sent,
+                messages_out=produced,
                 tool_calls=[call.model_dump() for call in response.tool_calls],
                 input_tokens=response.input_tokens,
                 output_tokens=response.output_tokens,

@@ -119,7 +119,7 @@ async def run_turn(
 
 
 def _refusal(trace: list[dict[str, Any]]) -> str | None:
-    last_model_step = next((r for r in reversed(trace) if r["step"] == "model"), {})
+    last_model_step: dict[str, Any] = next((r for r in reversed(trace) if r["step"] == "model"), {})
     return last_model_step.get("refusal")
 
 

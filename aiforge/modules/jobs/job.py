@@ -181,10 +181,10 @@ class BatchJob:
         state_of: dict[int, str] = {}
         for job in status.jobs:
             found = {} if job.state == "failed" else await self.api.results(job.id, self.params)
-            for key, outcome in found.items():
+            for key, found_outcome in found.items():
                 index = index_of(key)
                 if index is not None:
-                    outcomes[index], state_of[index] = outcome, job.state
+                    outcomes[index], state_of[index] = found_outcome, job.state
         inputs = self.inputs if self.inputs is not None else await self._recovered_inputs(outcomes)
         result = BatchResult(
             self.module.result_type(), inputs=inputs, wall_time_s=time.monotonic() - self._started,

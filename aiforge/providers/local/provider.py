@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any, ClassVar
 
@@ -130,7 +130,7 @@ class LocalProvider(Provider):
             "stream_options": {"include_usage": True},
         }
 
-    async def _decode(self, run: _Run, request: dict[str, Any]) -> AsyncIterator[str]:
+    async def _decode(self, run: _Run, request: dict[str, Any]) -> AsyncGenerator[str, None]:
         """Yield the raw text deltas of one request as the worker thread decodes them."""
         future = run.loop.run_in_executor(self.engine.executor, self.engine.generate, request, run.on_chunk)
         future.add_done_callback(lambda _: run.deltas.put_nowait(None))
@@ -186,7 +186,7 @@ class LocalProvider(Provider):
 
     async def stream(
         self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         loop = asyncio.get_running_loop()
         if tools and self.tool_gate:
             tools = relevant_tools(tools, messages)
