@@ -56,7 +56,7 @@ _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 class _Bucket:
     """One limit: units per window, a balance and its refill rate (None: not paced)."""
 
-    __slots__ = ("configured", "learned", "rate", "level", "stamp")
+    __slots__ = ("configured", "learned", "rate", "level", "stamp", "answered")
 
     def __init__(self) -> None:
         self.configured: float | None = None
@@ -64,6 +64,8 @@ class _Bucket:
         self.rate: float | None = None  # units per second
         self.level = 0.0
         self.stamp = 0.0
+        self.answered = False
+        """An answer has come back: the refill runs from then on (see ``_refill``)."""
 
     @property
     def ceiling(self) -> float | None:
@@ -75,7 +77,10 @@ class _Bucket:
         return None if ceiling is None else ceiling * SAFETY / WINDOW
 
     def _refill(self, now: float) -> None:
-        if self.rate is not None:
+        # No refill before the first answer: a cold client's first requests reach the server late (a
+        # new connection, the SDK's first call: 150 ms measured), and the burst sent meanwhile on a
+        # refilled balance arrived bunched with them, past the server's bucket (429s).
+        if self.rate is not None and self.answered:
             capacity = (self.ceiling or self.rate * WINDOW) * BURST
             self.level = min(capacity, self.level + (now - self.stamp) * self.rate)
         self.stamp = now
@@ -183,6 +188,9 @@ class Pacer:
             return
         with self._lock:
             now = self._clock()
+            for bucket in (self.requests, self.tokens):
+                if not bucket.answered:
+                    bucket.answered, bucket.stamp = True, now
             self.requests.observe(*limits["requests"], now)
             self.tokens.observe(*limits["tokens"], now)
             if status == 429:

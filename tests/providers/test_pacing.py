@@ -156,3 +156,19 @@ def test_agents_on_one_endpoint_and_key_share_a_limiter_and_other_keys_do_not(se
     assert all(not r.failed for r in results)
     assert server.rate_limited <= MAX_429_SHARE * server.request_count
     assert len([k for k in pacing._pacers if k[1] == server.openai_base_url]) == 3  # one per key
+
+
+async def test_the_balance_refills_only_from_the_first_answer() -> None:
+    """A cold client's first requests reach the server late; what they spent must not refill before then."""
+    now = [100.0]
+    pacer = pacing.Pacer(clock=lambda: now[0])
+    pacer.configure(rpm=N, tpm=None)  # a burst of 0.9 x 20 = 18, then 0.95 x 20 per window
+    burst = int(N * pacing.BURST)
+    for _ in range(burst):
+        await pacer.acquire([], None)
+    now[0] += WINDOW  # no answer yet: nothing came back
+    assert pacer.requests.take(1.0, now[0]) > 0  # the 19th still waits
+
+    pacer.observe(200, {})  # the first answer
+    now[0] += WINDOW
+    assert pacer.requests.take(1.0, now[0]) == 0  # a window after it, the balance has refilled
