@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
-from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict, cast
 
 from langchain_core.runnables import RunnableConfig
 
@@ -134,7 +134,32 @@ def should_continue_after_tool(state: ChatAgentState) -> str:
     return "__end__"
 
 
+_ADDED = ("tool_results", "trace", "total_input_tokens", "total_output_tokens")
+"""The state's channels with an ``operator.add`` reducer (see ``ChatAgentState``)."""
+
+
+async def run_graph(graph: Any, state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """One run of the chat graph over ``state``: its final state.
+
+    A turn that offers the model no tools is one model step, so ``route`` runs directly, without
+    LangGraph's run loop (0.7-1.3 ms a run, measured: a third of a raw SDK call's CPU in a batch).
+    If that step asks for tools anyway (only a scripted provider can), the graph takes over from
+    ``execute_tool``, so every tool call still goes through the graph's nodes.
+    """
+    run_config = cast(RunnableConfig, config)
+    if _turn(run_config).runtime.toolset.specs:
+        return cast(dict[str, Any], await graph.ainvoke(state, config))
+    command = await route(cast(ChatAgentState, state), run_config)
+    final = dict(state)
+    for key, value in cast(dict[str, Any], command.update).items():
+        final[key] = final[key] + value if key in _ADDED else value
+    if command.goto == "__end__":
+        return final
+    return cast(dict[str, Any], await _from_tools().ainvoke(final, config))
+
+
 _compiled: Any = None
+_compiled_from_tools: Any = None
 
 
 def build_chat_graph() -> Any:
@@ -148,7 +173,15 @@ def build_chat_graph() -> Any:
     return _compiled
 
 
-def _compile() -> Any:
+def _from_tools() -> Any:
+    """The same graph entered at ``execute_tool``: ``run_graph``'s continuation after a direct ``route``."""
+    global _compiled_from_tools
+    if _compiled_from_tools is None:
+        _compiled_from_tools = _compile(entry="execute_tool")
+    return _compiled_from_tools
+
+
+def _compile(entry: str = "route") -> Any:
     from langgraph.graph import END, START, StateGraph
 
     graph = StateGraph(ChatAgentState)
@@ -157,6 +190,6 @@ def _compile() -> Any:
     graph.add_node("route", route, destinations=("execute_tool", END))
     graph.add_node("execute_tool", execute_tool)
     graph.add_node("process_result", process_result, destinations=("execute_tool", END))
-    graph.add_edge(START, "route")
+    graph.add_edge(START, entry)
     graph.add_edge("execute_tool", "process_result")
     return graph.compile()

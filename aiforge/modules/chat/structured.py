@@ -16,6 +16,7 @@ from typing import Any
 
 from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
 from aiforge.core.types import Message
+from aiforge.modules.chat.agent import run_graph
 
 VALIDATION_STEP = "validation"
 
@@ -88,7 +89,7 @@ async def run_turn(
     attempt = 0
     while True:
         attempt += 1
-        final = await graph.ainvoke(state, config)
+        final = await run_graph(graph, state, config)
         produced: list[Message] = final["messages"][len(state["messages"]) :]
         outcome.add_attempt(final)
         reply = produced[-1]["content"] if produced else ""

@@ -328,3 +328,40 @@ async def test_a_waiting_turn_can_be_cancelled_without_affecting_the_running_one
         await waiting
     assert [m["content"] for m in agent.history] == ["running", "You said: running"]
     assert (await agent.achat("later")).message == "You said: later"
+
+
+@pytest.mark.parametrize("script", [["plain answer"], [tool_call("echo", x="1"), "done"]], ids=["answer", "tool call"])
+def test_run_graph_without_tools_ends_in_the_state_the_graph_gives(script: list) -> None:
+    """A tool-less turn skips LangGraph's run loop for its one step; the final state is the graph's."""
+    from aiforge.core.costs import CostTracker
+    from aiforge.core.types import CallParams
+    from aiforge.modules.chat.agent import run_graph
+    from aiforge.modules.chat.runtime import AgentRuntime, Turn
+    from aiforge.modules.chat.tool_runner import Toolset
+
+    def final_state(run: typing.Callable) -> dict:
+        runtime = AgentRuntime(
+            provider=ScriptedProvider(list(script)), provider_name="scripted", free=True,
+            params=CallParams(model="m"), toolset=Toolset([]), cost_tracker=CostTracker(), price_overrides=None,
+        )
+        initial = {
+            "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "go"}],
+            "current_input": "go", "tool_calls": [], "tool_results": [], "iteration": 0, "max_tool_iterations": 5,
+            "trace": [], "total_input_tokens": 0, "total_output_tokens": 0, "model": "m",
+        }
+        final = asyncio.run(run(initial, {"configurable": {"turn": Turn(runtime, conversation_id="c")}}))
+        final["trace"] = [(r["step"], r.get("node"), r.get("input_tokens")) for r in final["trace"]]
+        for message in final["messages"]:
+            for call in message.get("tool_calls", ()):
+                call.pop("id")
+            message.pop("tool_call_id", None)
+        for result in final["tool_results"]:
+            result.pop("id")
+        return final
+
+    graph = build_chat_graph()
+    direct = final_state(lambda state, config: run_graph(graph, state, config))
+    assert direct == final_state(graph.ainvoke)
+    assert direct["messages"][-1]["content"] == script[-1]
+    if len(script) == 2:  # the model asked for a tool it was not offered: the graph's nodes answered it
+        assert "unknown tool 'echo'" in direct["tool_results"][0]["output"]
