@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from aiforge.core.types import AIForgeError, CallParams, Completion, Message, ToolSpec, Usage
-from aiforge.store.fingerprint import fingerprint
+from aiforge.store.fingerprint import fingerprint, numbered_tool_ids
 
 _rewritten: set[Path] = set()
 _files_lock = threading.Lock()
@@ -112,17 +112,7 @@ def request_of(
     provider: str, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
 ) -> dict[str, Any]:
     """What identifies an exchange (never a key, a header or the endpoint)."""
-    ids: dict[str, str] = {}
-    numbered = []
-    for message in messages:
-        message = dict(message)  # type: ignore[assignment]
-        if message.get("tool_calls"):
-            message["tool_calls"] = [
-                {**call, "id": ids.setdefault(call["id"], f"call_{len(ids)}")} for call in message["tool_calls"]
-            ]
-        if "tool_call_id" in message:
-            message["tool_call_id"] = ids.setdefault(message["tool_call_id"], f"call_{len(ids)}")
-        numbered.append(message)
+    numbered = [dict(message) for message in numbered_tool_ids(messages)]
     return {
         "provider": provider,
         "model": params.model,

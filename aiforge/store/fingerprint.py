@@ -12,8 +12,11 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from aiforge.core.types import Message
 
 SCHEME = "aiforge-fingerprint/1"
 """Hashed into every fingerprint; bump it whenever what goes into one, or how, changes."""
@@ -155,3 +158,21 @@ def _normal(value: Any, where: str) -> Any:
     if isinstance(value, list | tuple):
         return [_normal(item, f"{where}[{i}]") for i, item in enumerate(value)]
     raise TypeError(f"Cannot fingerprint {where}: a {type(value).__name__} is not a JSON value.")
+
+
+def numbered_tool_ids(messages: list[Message]) -> list[Message]:
+    """``messages`` with tool-call ids replaced by their order of appearance (ids are random per call)."""
+    if not any("tool_calls" in m or "tool_call_id" in m for m in messages):
+        return messages
+    ids: dict[str, str] = {}
+    numbered: list[Message] = []
+    for message in messages:
+        message = dict(message)  # type: ignore[assignment]
+        if message.get("tool_calls"):
+            message["tool_calls"] = [
+                {**call, "id": ids.setdefault(call["id"], f"call_{len(ids)}")} for call in message["tool_calls"]
+            ]
+        if "tool_call_id" in message:
+            message["tool_call_id"] = ids.setdefault(message["tool_call_id"], f"call_{len(ids)}")
+        numbered.append(message)
+    return numbered

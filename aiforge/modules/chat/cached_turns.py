@@ -23,6 +23,7 @@ from aiforge.core.output import OutputSpec
 from aiforge.core.types import Message
 from aiforge.modules.chat.structured import TurnOutcome
 from aiforge.store import ResponseCache, reply_fingerprint
+from aiforge.store.fingerprint import numbered_tool_ids
 
 if TYPE_CHECKING:
     from aiforge.modules.chat.runtime import AgentRuntime
@@ -93,7 +94,7 @@ def lookup(
         endpoint=base.endpoint,
         model=base.model,
         params=base.params,
-        messages=_numbered_tool_ids(messages),
+        messages=numbered_tool_ids(messages),
         tools=base.tools,
         output_schema=None if spec is None else spec.wire_schema,
     )
@@ -123,21 +124,3 @@ def cache_marks(trace: list[dict[str, Any]]) -> dict[str, Any]:
     if trace and trace[0]["step"] == CACHE_STEP:
         return {"cached": True, "cached_cost": trace[0]["cached_cost"]}
     return {}
-
-
-def _numbered_tool_ids(messages: list[Message]) -> list[Message]:
-    """``messages`` with tool-call ids replaced by their order of appearance (ids are random per call)."""
-    if not any("tool_calls" in m or "tool_call_id" in m for m in messages):
-        return messages
-    ids: dict[str, str] = {}
-    numbered: list[Message] = []
-    for message in messages:
-        message = dict(message)  # type: ignore[assignment]
-        if message.get("tool_calls"):
-            message["tool_calls"] = [
-                {**call, "id": ids.setdefault(call["id"], f"call_{len(ids)}")} for call in message["tool_calls"]
-            ]
-        if "tool_call_id" in message:
-            message["tool_call_id"] = ids.setdefault(message["tool_call_id"], f"call_{len(ids)}")
-        numbered.append(message)
-    return numbered
