@@ -21,12 +21,18 @@ def _cell(protocol: str, rpm_setting: int | None) -> Row:
     from aiforge.providers import pacing
 
     pacing.WINDOW = WINDOW
+    prefix = protocol.upper()
+
+    def make(url: str) -> ChatAgent:
+        return ChatAgent(PROVIDER=protocol, **{f"{prefix}_API_KEY": "sk-bench", f"{prefix}_BASE_URL": url},
+                         RPM=rpm_setting, PROGRESS_BAR=False)
+
+    # The SDK's import and first client (1.5 s for anthropic, cold) are not the limit's time: warm up on
+    # another server (another endpoint: its own pacer, and the limited server's bucket stays full).
+    with LLMServer(record=False) as warm:
+        make(warm.openai_base_url if protocol == "openai" else warm.anthropic_base_url).chat("warm up")
     with LLMServer(rpm=N, rate_window=WINDOW, record=False) as server:
-        base = server.openai_base_url if protocol == "openai" else server.anthropic_base_url
-        prefix = protocol.upper()
-        agent = ChatAgent(
-            PROVIDER=protocol, **{f"{prefix}_API_KEY": "sk-bench", f"{prefix}_BASE_URL": base}, RPM=rpm_setting
-        )
+        agent = make(server.openai_base_url if protocol == "openai" else server.anthropic_base_url)
         result = agent.run_batch([f"item {i}" for i in range(10 * N)], concurrency=20, max_batch=10 * N)
         allowed = 9 * WINDOW
         ratio = result.wall_time_s / allowed

@@ -108,10 +108,15 @@ class _Bucket:
             self._refill(now)
             self.rate = top
 
-    def observe(self, limit: float | None, remaining: float | None, now: float) -> None:
+    def observe(self, limit: float | None, remaining: float | None, now: float, in_flight: int = 0) -> None:
         if limit is not None and limit != self.learned:
             self.learned = limit
+            starting = self.rate is None
             self.limit_changed(now)
+            if starting and self.rate is not None:
+                # Pacing starts from this answer's headers: the requests sent unpaced before it and still
+                # unanswered are not in the server's count yet (ten 429s in one burst without this).
+                self.level -= in_flight
         if remaining is not None and self.rate is not None:
             self._refill(now)
             self.level = min(self.level, remaining)
@@ -143,6 +148,7 @@ class Pacer:
         self._paused_until = 0.0
         self._last_signal = 0.0  # the last 429 or limit header
         self._sent = 0
+        self._answers = 0  # answers observed; ``_sent - _answers`` requests are in flight
         self._first_sent: float | None = None
 
     def configure(self, rpm: int | None, tpm: int | None) -> None:
@@ -184,6 +190,7 @@ class Pacer:
         found = {name.lower(): value for name, value in headers.items() if "ratelimit" in name.lower()}
         limits = {kind: _read(found, kind) for kind in ("requests", "tokens")}
         signalled = any(value is not None for pair in limits.values() for value in pair)
+        self._answers += 1
         if not signalled and status != 429 and not self.active:
             return
         with self._lock:
@@ -191,13 +198,16 @@ class Pacer:
             for bucket in (self.requests, self.tokens):
                 if not bucket.answered:
                     bucket.answered, bucket.stamp = True, now
-            self.requests.observe(*limits["requests"], now)
+            self.requests.observe(*limits["requests"], now, in_flight=max(self._sent - self._answers, 0))
             self.tokens.observe(*limits["tokens"], now)
             if status == 429:
                 self._last_signal = now
+                # 429s answering requests sent before the pause they caused say nothing new: one burst
+                # backs off once (eight 429s compounding 0.8x each took a headers-only batch to 1.26x).
+                if now >= self._paused_until:
+                    self.requests.back_off(self._sent_rate(now), now)
                 wait = parse_retry_after(headers) or _reset(headers) or WINDOW / 60
                 self._paused_until = max(self._paused_until, now + wait)
-                self.requests.back_off(self._sent_rate(now), now)
             elif status < 400:
                 if signalled:
                     self._last_signal = now

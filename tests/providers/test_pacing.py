@@ -75,7 +75,7 @@ def test_tpm_paces_by_estimated_tokens_corrected_by_usage(server: LLMServer) -> 
 @pytest.mark.parametrize("protocol", [OPENAI, ANTHROPIC], ids=lambda p: p.name)
 def test_headers_alone_pace_a_batch_without_settings(server: LLMServer, protocol: WireProtocol) -> None:
     server.rpm = N
-    result = agent(protocol, server).run_batch(items(5 * N), concurrency=4, max_batch=1000)
+    result = agent(protocol, server).run_batch(items(5 * N), concurrency=N, max_batch=1000)
 
     assert not result.failed
     assert server.rate_limited <= MAX_429_SHARE * server.request_count
