@@ -34,6 +34,7 @@ __all__ = ["ENTER_TO_SEND_JS", "ChatPanel", "builtin_tools", "calculator", "curr
 
 logger = logging.getLogger("aiforge.chat.widget")
 
+
 class ChatPanel:
     """A chat panel for ``agent`` (default: a new ``ChatAgent`` with the built-in tools).
 
