@@ -1,7 +1,8 @@
 """``TurnLog``: every turn of every agent, one row each, searchable (SQLite FTS5) and summable by day.
 
 A row holds what the turn sent and got back, never a key: the context and the produced messages, the tool
-calls, tokens, cost, latency and the trace. A turn only queues its row (a few microseconds); one writer
+calls, tokens, cost, latency and the trace. A turn only queues its row (a few microseconds; a turn that finds
+``MAX_QUEUED_CHARS`` of text queued waits for the writer, so the queue cannot outgrow memory); one writer
 thread per store gathers rows for up to ``LINGER_S`` and writes them in one transaction, because a commit
 per row (0.2 ms) was a quarter of a scripted batch item's time. A read (``query``) first waits for the queue, so
 ``logs()`` right after a turn sees it; rows still queued at exit are written by an ``atexit`` hook. Only a
@@ -37,6 +38,12 @@ _INSERT = f"INSERT INTO log ({', '.join(COLUMNS[1:])}) VALUES ({', '.join('?' * 
 logger = logging.getLogger("aiforge.store")
 LINGER_S = 0.05
 """How long the writer gathers rows before a transaction, unless a reader is waiting for them."""
+MAX_QUEUED_CHARS = 4_000_000
+"""Text a store's queue holds at most: a turn that finds it full waits until the writer takes the queue.
+
+Only turns faster than the log's insert (the scripted provider in a tight loop, 0.2 ms a turn) ever fill it;
+without the bound such a loop queued rows faster than they were written (6 KB each, 7 MB per 1 000 turns) for
+as long as it ran."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +81,7 @@ class _Writer:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.pending: list[tuple[Any, ...]] = []
+        self.queued_chars = 0
         self.busy = False
         self.readers = 0
         self.changed = threading.Condition()
@@ -82,9 +90,12 @@ class _Writer:
     def put(self, row: tuple[Any, ...]) -> None:
         with self.changed:
             if self.pid != os.getpid():  # first use, or a forked child: threads do not survive fork
-                self.pid, self.pending, self.busy = os.getpid(), [], False
+                self.pid, self.pending, self.queued_chars, self.busy = os.getpid(), [], 0, False
                 threading.Thread(target=self._run, name="aiforge-log", daemon=True).start()
+            while self.queued_chars >= MAX_QUEUED_CHARS:
+                self.changed.wait()
             self.pending.append(row)
+            self.queued_chars += sum(len(value) for value in row if isinstance(value, str))
             self.changed.notify_all()
 
     def flush(self) -> None:
@@ -98,13 +109,16 @@ class _Writer:
             finally:
                 self.readers -= 1
 
+    def _must_write_now(self) -> bool:
+        return self.readers > 0 or self.queued_chars >= MAX_QUEUED_CHARS
+
     def _run(self) -> None:
         while True:
             with self.changed:
                 while not self.pending:
                     self.changed.wait()
-                self.changed.wait_for(lambda: self.readers > 0, timeout=LINGER_S)
-                rows, self.pending, self.busy = self.pending, [], True
+                self.changed.wait_for(self._must_write_now, timeout=LINGER_S)
+                rows, self.pending, self.queued_chars, self.busy = self.pending, [], 0, True
             try:
                 with self.store.write() as conn:
                     conn.executemany(_INSERT, rows)

@@ -175,6 +175,35 @@ def test_batch_items_are_logged_unless_log_is_false() -> None:
     assert sorted(logged["prompt"]) == ["one", "two"] and set(logged["kind"]) == {"batch"}
 
 
+def test_turns_faster_than_the_log_wait_for_it_instead_of_queueing_without_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import aiforge.store.log as log_module
+
+    agent = ChatAgent(provider=ScriptedProvider())
+    agent.chat("warm-up")  # the writer thread exists and the store is open
+    aiforge.logs()
+    monkeypatch.setattr(log_module, "MAX_QUEUED_CHARS", 2000)  # a few rows of this test
+    store = store_of()
+    done: list[int] = []
+
+    def chat_on() -> None:
+        for turn in range(40):
+            agent.chat(f"turn {turn}")
+            done.append(turn)
+
+    with store.write():  # the writer cannot write: a slow disk, or another process holding the file
+        worker = threading.Thread(target=chat_on)
+        worker.start()
+        worker.join(timeout=2.0)
+        blocked_at = len(done)
+        assert worker.is_alive()  # blocked on the full queue, not racing ahead of the log
+    worker.join()
+    assert blocked_at < 40
+    assert len(done) == 40
+    assert [f"turn {n}" for n in range(39, -1, -1)] == list(aiforge.logs()["prompt"])[:40]
+
+
 def test_store_off_logs_nothing_and_a_session_needs_it() -> None:
     ChatAgent(provider=ScriptedProvider(), STORE=False).chat("hi")
     assert len(aiforge.logs()) == 0
