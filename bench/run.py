@@ -116,6 +116,11 @@ def table(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
+EARLIER = "## Earlier runs"
+"""The heading from which ``results.md`` is kept as it is: groups that a rerun does not include (the embedded-model
+eval takes half an hour) keep their last numbers there."""
+
+
 def write_results(path: Path, rows: list[Row], info: dict[str, str], elapsed: float, command: str) -> None:
     failed = [r for r in rows if r.passed is False]
     targets = [r for r in rows if r.passed is not None]
@@ -140,6 +145,9 @@ def write_results(path: Path, rows: list[Row], info: dict[str, str], elapsed: fl
     notes = [r for r in rows if r.note]
     if notes:
         text += ["## Notes", "", *[f"- **{r.group} / {r.benchmark}**: {r.note}" for r in notes], ""]
+    earlier = path.read_text().partition(EARLIER) if path.exists() else ("", "", "")
+    if earlier[1]:
+        text += ["", EARLIER + earlier[2].rstrip("\n"), ""]
     path.write_text("\n".join(text))
 
 
