@@ -330,5 +330,6 @@ def test_5000_turns_with_buffer_memory_keep_memory_and_turn_time_flat() -> None:
     )
     assert last / first < 1.5
     assert versus_fresh < 1.5
-    # The cost tracker keeps one small record per call by design (5 000 here, about 1 MB).
+    # The cost tracker keeps one small record per call by design (5 000 here, about 1 MB); the turn log's queue
+    # holds at most MAX_QUEUED_CHARS of text (4 MB) besides the rows being written.
     assert growth < 25
