@@ -29,6 +29,7 @@ _LAZY: dict[str, str] = {
     "ScriptedProvider": "aiforge.providers.scripted",
     "AIForgeError": "aiforge.core.types",
     "ConfigError": "aiforge.core.types",
+    "UsageError": "aiforge.core.types",
     "ProviderError": "aiforge.core.types",
     "RateLimitError": "aiforge.core.types",
     "APITimeoutError": "aiforge.core.types",
@@ -58,6 +59,7 @@ __all__ = [
     "RateLimitError",
     "ScriptedProvider",
     "ToolCallRecord",
+    "UsageError",
     "__version__",
     "describe",
     "export_session",
@@ -83,6 +85,7 @@ if TYPE_CHECKING:
         ConfigError,
         ProviderError,
         RateLimitError,
+        UsageError,
     )
     from aiforge.modules.base import BaseModule, BatchResult
     from aiforge.modules.chat.module import ChatAgent

@@ -62,6 +62,13 @@ class ConfigError(AIForgeError, ValueError):
         self.problem = problem
 
 
+class UsageError(AIForgeError, ValueError):
+    """A call's arguments cannot work: a template naming a missing column, an ``output=`` that is no
+    model, a frame where a column was expected. Raised before any request; the message names the
+    argument and, where one is close, the right name. One line in IPython (``%tb`` shows the frames).
+    """
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (or a kernel interrupt) stopped an aiforge call, which was cancelled and cleaned up.
 
