@@ -7,10 +7,14 @@ data from the user's notebook and nothing in it is evaluated.
 ``batch_prompts`` turns the items of a batch (a list, a pandas Series or DataFrame) into one prompt per row.
 A one-dimensional item is the field ``{value}`` (a named Series' values are also its name); a DataFrame's
 fields are its columns.
+
+Every mistake in the arguments is a ``UsageError`` raised before any request (one line in a notebook); a
+field that names no column says which column was probably meant (``did you mean 'review'?``).
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import string
 import sys
@@ -18,8 +22,29 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aiforge.core.types import UsageError
+
 VALUE_FIELD = "value"
 """The field of a one-dimensional item (a list's string, a Series' value) in a template."""
+_LISTED_NAMES = 30
+"""How many column names an error lists: a wide frame's message stays readable."""
+
+
+def no_such_column(label: str, name: Any, columns: Iterable[Any], where: str = "in the frame") -> str:
+    """``"{label}: no column 'x' in the frame; did you mean 'y'? Columns: a, b"``, the suggestion when one is close."""
+    available = list(columns)
+    return f"{_not_found(label, name, available, where)} {_listed(available)}"
+
+
+def _not_found(label: str, name: Any, available: list[Any], where: str) -> str:
+    close = difflib.get_close_matches(str(name), [str(c) for c in available], n=1)
+    return f"{label}: no column {name!r} {where}" + (f"; did you mean {close[0]!r}?" if close else ".")
+
+
+def _listed(names: list[Any]) -> str:
+    shown = ", ".join(map(str, names[:_LISTED_NAMES])) or "(none)"
+    more = f" … ({len(names) - _LISTED_NAMES} more)" if len(names) > _LISTED_NAMES else ""
+    return f"Columns: {shown}{more}"
 
 
 class RowTemplate:
@@ -33,7 +58,7 @@ class RowTemplate:
         try:
             parsed = list(string.Formatter().parse(template))
         except ValueError as exc:
-            raise ValueError(f"Prompt template {template!r}: {exc} (escape literal braces as {{{{ and }}}}).") from None
+            raise UsageError(f"Prompt template {template!r}: {exc} (escape literal braces as {{{{ and }}}}).") from None
         for literal, name, spec, conversion in parsed:
             if name is not None:
                 _check_field(template, name, spec, conversion)
@@ -41,15 +66,14 @@ class RowTemplate:
         self._parts = tuple(parts)
         self.fields: tuple[str, ...] = tuple(dict.fromkeys(name for _, name in parts if name is not None))
 
-    def check(self, columns: Iterable[Any]) -> None:
-        """ValueError naming every field that is not among ``columns``, and the columns that exist."""
+    def check(self, columns: Iterable[Any], where: str = "in the frame") -> None:
+        """Returns if every field is among ``columns``; else a ``UsageError`` naming each missing one."""
         available = list(columns)
         missing = [name for name in self.fields if name not in available]
         if missing:
-            raise ValueError(
-                f"The prompt template names column(s) {', '.join(map(repr, missing))} that do not exist; "
-                f"the columns are: {', '.join(map(repr, available)) or '(none)'}."
-            )
+            # One message for every missing field, each with its suggestion, then the columns once.
+            problems = [_not_found(f"{{{name}}}", name, available, where) for name in missing]
+            raise UsageError(f"{' '.join(problems)} {_listed(available)}")
 
     def fill(self, row: Mapping[str, Any]) -> str:
         """The template with each field replaced by the row's value (a missing value reads as empty)."""
@@ -60,7 +84,7 @@ class RowTemplate:
                 try:
                     value = row[name]
                 except KeyError:
-                    raise ValueError(f"The row has no column {name!r} named by the prompt template.") from None
+                    raise UsageError(no_such_column(f"{{{name}}}", name, row, "in the row")) from None
                 pieces.append("" if _is_missing(value) else str(value))
         return "".join(pieces)
 
@@ -70,14 +94,14 @@ class RowTemplate:
 
 def _check_field(template: str, name: str, spec: str | None, conversion: str | None) -> None:
     if not name:
-        raise ValueError(f"Empty field {{}} in prompt template {template!r}: name a column, e.g. {{review}}.")
+        raise UsageError(f"Empty field {{}} in prompt template {template!r}: name a column, e.g. {{review}}.")
     if "." in name or "[" in name:
-        raise ValueError(
+        raise UsageError(
             f"Field {{{name}}} in prompt template {template!r} uses attribute or index access, which "
             "templates do not allow: name a column as it is (escape literal braces as {{ and }})."
         )
     if spec or conversion:
-        raise ValueError(
+        raise UsageError(
             f"Field {{{name}}} in prompt template {template!r} has a format spec or conversion "
             "(':...' or '!...'), which templates do not allow: name a column as it is."
         )
@@ -105,31 +129,50 @@ class BatchPrompts:
 
 
 def batch_prompts(items: Any, prompt: str | RowTemplate | None = None) -> BatchPrompts:
-    """The prompts of ``items``, ``prompt`` filled from each row; ``ValueError`` before anything runs."""
-    template = RowTemplate(prompt) if isinstance(prompt, str) else prompt
+    """The prompts of ``items``, ``prompt`` filled from each row; ``UsageError`` before anything runs."""
+    template = _template(prompt)
     if isinstance(items, str):
-        raise ValueError("run_batch takes a list of strings (or a pandas Series or DataFrame), not a single string")
+        raise UsageError("run_batch takes a list of strings (or a pandas Series or DataFrame), not a single string.")
     pd = sys.modules.get("pandas")  # a DataFrame or Series means pandas is loaded already
     if pd is not None and isinstance(items, pd.DataFrame):
         return _frame_prompts(items, template)
     if pd is not None and isinstance(items, pd.Series):
         names = [VALUE_FIELD, *([items.name] if isinstance(items.name, str) else [])]
         return _value_prompts(items.tolist(), names, template, items.index)
+    if isinstance(items, Mapping):  # iterating it would ask its keys and drop its values without a word
+        raise UsageError(
+            f"run_batch takes a list of strings, got a {type(items).__name__}: pass list(d.values()), "
+            "or a pandas Series to keep the keys as its index."
+        )
     try:
         values = list(items)
     except TypeError:
-        raise ValueError(f"run_batch takes a list of strings, got {type(items).__name__}") from None
+        raise UsageError(f"run_batch takes a list of strings, got {type(items).__name__}.") from None
     return _value_prompts(values, [VALUE_FIELD], template, None)
+
+
+def _template(prompt: Any) -> RowTemplate | None:
+    if prompt is None or isinstance(prompt, RowTemplate):
+        return prompt
+    if isinstance(prompt, str):
+        return RowTemplate(prompt)
+    if isinstance(prompt, type):  # usually the output type where the prompt goes: map(Review) for output=Review
+        raise UsageError(
+            f"prompt= takes a row template such as 'Classify: {{review}}', got the class {prompt.__name__}: "
+            f"pass it as output={prompt.__name__}, after the template."
+        )
+    raise UsageError(f"prompt= takes a row template such as 'Classify: {{review}}', got {type(prompt).__name__}.")
 
 
 def _frame_prompts(frame: Any, template: RowTemplate | None) -> BatchPrompts:
     columns = list(frame.columns)
     if template is None:
         if len(columns) != 1:
-            raise ValueError(
-                f"run_batch got a DataFrame with {len(columns)} columns ({', '.join(map(repr, columns))}) and no "
-                "prompt: pass prompt='... {column} ...' to build each row's prompt from its columns, "
-                "or pass the one column to ask, e.g. df['review']."
+            example = columns[0] if columns else "review"
+            raise UsageError(
+                f"A DataFrame with {len(columns)} columns needs prompt=, the row template that says which to ask "
+                f"about, e.g. prompt='Classify: {{{example}}}'; or pass the one column, e.g. df[{example!r}]. "
+                f"{_listed(columns)}"
             )
         return _value_prompts(frame.iloc[:, 0].tolist(), [columns[0]], None, frame.index)
     template.check(columns)
@@ -141,19 +184,34 @@ def _frame_prompts(frame: Any, template: RowTemplate | None) -> BatchPrompts:
 
 def _value_prompts(values: list[Any], names: list[Any], template: RowTemplate | None, index: Any) -> BatchPrompts:
     if template is not None:
-        template.check(names)
+        _check_value_fields(template, names, series=index is not None)
         _check_names_a_field(template)
         rows = [dict.fromkeys(names, value) for value in values]
         # A named Series' missing value is reported by its name ("missing value: text"), whichever field asked.
         return _row_prompts(rows, template, index, shown={VALUE_FIELD: names[-1]})
     for i, value in enumerate(values):
         if not (isinstance(value, str) or _is_missing(value)):
-            raise ValueError(
+            raise UsageError(
                 f"run_batch item {i} is {type(value).__name__}, expected str "
-                f"(or pass prompt='... {{{VALUE_FIELD}}} ...' to put other values in a prompt)"
+                f"(or pass prompt='... {{{VALUE_FIELD}}} ...' to put other values in a prompt)."
             )
     missing = {i: f"missing value: {names[-1]}" for i, value in enumerate(values) if _is_missing(value)}
     return BatchPrompts(["" if i in missing else value for i, value in enumerate(values)], missing, index)
+
+
+def _check_value_fields(template: RowTemplate, names: list[Any], *, series: bool) -> None:
+    """A list's item or a Series' value is ``{value}`` (or the Series' name): a field naming anything else fails."""
+    missing = [name for name in template.fields if name not in names]
+    if not missing:
+        return
+    kind = "Series" if series else "list"
+    fields = " or ".join(f"{{{name}}}" for name in names)
+    close = difflib.get_close_matches(missing[0], [str(n) for n in names], n=1)
+    hint = f" Did you mean {{{close[0]}}}?" if close else ""
+    raise UsageError(
+        f"{{{missing[0]}}}: a {kind} has no columns, so its prompt template can only name {fields}, "
+        f"which is each {'value' if series else 'item'}.{hint}"
+    )
 
 
 def _row_prompts(
@@ -169,7 +227,7 @@ def _row_prompts(
 
 def _check_names_a_field(template: RowTemplate) -> None:
     if not template.fields:
-        raise ValueError(
+        raise UsageError(
             f"The prompt template {template.template!r} names no column, so every row would get the same "
             f"prompt: name the columns to fill in, e.g. {{review}} (or {{{VALUE_FIELD}}} for a list or Series)."
         )

@@ -15,14 +15,15 @@ Importing this module registers the accessors (``aiforge`` imports it when panda
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pandas as pd
 
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
 from aiforge.core.output import OutputSpec
-from aiforge.core.templates import VALUE_FIELD
+from aiforge.core.templates import VALUE_FIELD, no_such_column
+from aiforge.core.types import UsageError
 from aiforge.modules.base import BatchResult
 
 if TYPE_CHECKING:
@@ -105,15 +106,16 @@ class DataFrameOperations(_Operations):
     def extract(
         self,
         column: str,
-        output: Any,
+        output: Any = None,
         agent: ChatAgent | None = None,
         concurrency: int = 10,
         **settings: Any,
     ) -> pd.DataFrame:
         """The fields of ``output`` (a type) extracted from the text column ``column``, on the frame's index."""
-        if column not in self._data.columns:
-            raise ValueError(
-                f"extract: no column {column!r}; the columns are: {', '.join(map(repr, self._data.columns))}."
+        _check_column(column, self._data.columns)
+        if output is None:
+            raise UsageError(
+                f"extract needs output=, the type to extract: df.aiforge.extract({column!r}, output=Person)."
             )
         return self._extract(self._data[column], output, agent, concurrency, settings)
 
@@ -133,6 +135,28 @@ class SeriesOperations(_Operations):
     ) -> pd.DataFrame:
         """The fields of ``output`` (a type) extracted from each text value, on the Series' index."""
         return self._extract(self._data, output, agent, concurrency, settings)
+
+
+def _check_column(column: Any, columns: pd.Index) -> None:
+    """Returns if ``column`` names one of ``columns``; a ``UsageError`` saying what to pass otherwise."""
+    if isinstance(column, pd.DataFrame | pd.Series):
+        # df.aiforge.extract(df[["review"]]) or (df["review"]): the data itself where its column's name goes.
+        names = list(column.columns) if isinstance(column, pd.DataFrame) else [column.name]
+        name = names[0] if len(names) == 1 and names[0] is not None else "review"
+        raise UsageError(
+            f"extract takes the name of the text column, got a {type(column).__name__}: "
+            f"df.aiforge.extract({name!r}, output=...), or on the column df[{name!r}].aiforge.extract(output=...)."
+        )
+    if isinstance(column, type):  # df.aiforge.extract(Person): the output type where the column goes
+        raise UsageError(
+            f"extract takes the text column, then the type: df.aiforge.extract('review', output={column.__name__})."
+        )
+    try:
+        found = column in columns
+    except TypeError:  # unhashable: a list, a dict
+        found = False
+    if not found:
+        raise UsageError(no_such_column("extract", column, columns))
 
 
 def extraction_prompt(output: Any) -> str:
@@ -166,7 +190,7 @@ def _batch(
 
         agent = ChatAgent(memory="none", **settings)
     elif settings:
-        raise ValueError(
+        raise UsageError(
             f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
             "set them on the agent you pass instead."
         )
@@ -196,9 +220,23 @@ def _attach(data: _Data, batch: BatchResult) -> _Data:
 
 
 def _checked_labels(labels: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(labels, str) or not all(isinstance(label, str) for label in labels):
-        raise ValueError(f"classify: labels must be a list of strings, got {labels!r}")
-    unique = tuple(dict.fromkeys(labels))
+    if isinstance(labels, pd.DataFrame | Mapping):
+        # Iterating either gives its column names or keys: a classification over those, silently.
+        raise UsageError(
+            f"classify: labels= takes a list of label strings, got a {type(labels).__name__} (its "
+            f"{'column names' if isinstance(labels, pd.DataFrame) else 'keys'} would be the labels): "
+            "e.g. labels=['positive', 'negative'], or labels=df['label'].unique().tolist()."
+        )
+    if isinstance(labels, str):
+        raise UsageError(f"classify: labels= takes a list of label strings, got the one string {labels!r}.")
+    try:
+        values = list(labels)
+    except TypeError:
+        raise UsageError(f"classify: labels= takes a list of label strings, got {type(labels).__name__}.") from None
+    odd = [label for label in values if not isinstance(label, str)]
+    if odd:
+        raise UsageError(f"classify: labels must be strings, got {odd[0]!r} ({type(odd[0]).__name__}) among them.")
+    unique = tuple(dict.fromkeys(values))
     if len(unique) < 2:
-        raise ValueError(f"classify: give at least two distinct labels, got {list(labels)!r}")
+        raise UsageError(f"classify: give at least two distinct labels, got {values!r}.")
     return unique

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiforge.core.templates import RowTemplate, batch_prompts
+from aiforge.core.types import AIForgeError, UsageError
 
 
 def test_fields_are_the_named_columns_in_order_without_repeats() -> None:
@@ -56,36 +57,98 @@ def test_values_are_inserted_verbatim_never_reinterpreted() -> None:
 
 @pytest.mark.parametrize("field", ["{row.__class__}", "{row[0]}", "{a.b}"])
 def test_attribute_and_index_access_is_refused(field: str) -> None:
-    with pytest.raises(ValueError, match="attribute or index access") as info:
+    with pytest.raises(UsageError, match="attribute or index access") as info:
         RowTemplate(f"x {field}")
     assert field in str(info.value)
 
 
 @pytest.mark.parametrize("field", ["{n:>10}", "{n!r}", "{n!s:^3}"])
 def test_format_specs_and_conversions_are_refused(field: str) -> None:
-    with pytest.raises(ValueError, match="format spec or conversion") as info:
+    with pytest.raises(UsageError, match="format spec or conversion") as info:
         RowTemplate(field)
     assert "{n}" in str(info.value)
 
 
 def test_positional_fields_are_refused() -> None:
-    with pytest.raises(ValueError, match="Empty field"):
+    with pytest.raises(UsageError, match="Empty field"):
         RowTemplate("a {} b")
 
 
 @pytest.mark.parametrize("text", ["a { b", "a } b", "{unclosed"])
-def test_unbalanced_braces_are_a_value_error_naming_the_template(text: str) -> None:
-    with pytest.raises(ValueError, match="escape literal braces") as info:
+def test_unbalanced_braces_are_a_usage_error_naming_the_template(text: str) -> None:
+    with pytest.raises(UsageError, match="escape literal braces") as info:
         RowTemplate(text)
     assert repr(text) in str(info.value)
 
 
-def test_check_names_the_missing_columns_and_the_existing_ones() -> None:
+def test_a_misspelt_column_is_a_usage_error_saying_which_column_was_meant() -> None:
+    frame = pd.DataFrame({"review": ["good"], "stars": [5]})
+    with pytest.raises(UsageError) as info:
+        batch_prompts(frame, "Review: {reveiw}")
+    assert str(info.value) == "{reveiw}: no column 'reveiw' in the frame; did you mean 'review'? Columns: review, stars"
+    assert isinstance(info.value, AIForgeError) and isinstance(info.value, ValueError)
+
+
+def test_check_names_every_missing_column_with_its_suggestion_then_the_columns() -> None:
     template = RowTemplate("{review} {stars} {lang}")
-    with pytest.raises(ValueError) as info:
-        template.check(pd.Index(["review", "rating"]))
-    message = str(info.value)
-    assert "'stars', 'lang'" in message and "'review', 'rating'" in message
+    with pytest.raises(UsageError) as info:
+        template.check(pd.Index(["review", "star"]))
+    assert str(info.value) == (
+        "{stars}: no column 'stars' in the frame; did you mean 'star'? "
+        "{lang}: no column 'lang' in the frame. Columns: review, star"
+    )
+
+
+def test_a_wide_frame_lists_its_first_thirty_columns() -> None:
+    frame = pd.DataFrame({f"c{i}": [1] for i in range(45)})
+    with pytest.raises(UsageError, match=r"Columns: c0, c1, .*, c29 … \(15 more\)$"):
+        batch_prompts(frame, "{x}")
+
+
+def test_a_series_template_naming_another_field_says_what_it_can_name() -> None:
+    reviews = pd.Series(["good"], name="review")
+    with pytest.raises(UsageError) as info:
+        batch_prompts(reviews, "Summarise: {reveiw}")
+    assert str(info.value) == (
+        "{reveiw}: a Series has no columns, so its prompt template can only name {value} or {review}, "
+        "which is each value. Did you mean {review}?"
+    )
+    with pytest.raises(
+        UsageError, match=r"^\{text\}: a list has no columns, .* only name \{value\}, which is each item"
+    ):
+        batch_prompts(["good"], "{text}")
+
+
+def test_a_frame_of_several_columns_without_a_template_is_a_usage_error() -> None:
+    frame = pd.DataFrame({"review": ["good"], "stars": [5]})
+    with pytest.raises(UsageError) as info:
+        batch_prompts(frame)
+    assert str(info.value) == (
+        "A DataFrame with 2 columns needs prompt=, the row template that says which to ask about, "
+        "e.g. prompt='Classify: {review}'; or pass the one column, e.g. df['review']. Columns: review, stars"
+    )
+
+
+class Review:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("items", "prompt", "message"),
+    [
+        (["a"], Review, "got the class Review: pass it as output=Review, after the template"),
+        (["a"], 3, "prompt= takes a row template such as 'Classify: {review}', got int"),
+        ("one string", None, "not a single string"),
+        ({"k": "v"}, None, "got a dict: pass list(d.values())"),
+        (5, None, "takes a list of strings, got int"),
+        (["a", 2], None, "item 1 is int, expected str"),
+        (["a"], "Same prompt for all", "names no column"),
+    ],
+)
+def test_bad_items_and_prompts_are_usage_errors(items: object, prompt: object, message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        batch_prompts(items, prompt)  # type: ignore[arg-type]
+    assert message in str(info.value)
 
 
 def test_check_passes_when_every_field_is_a_column() -> None:
@@ -93,7 +156,7 @@ def test_check_passes_when_every_field_is_a_column() -> None:
 
 
 def test_fill_of_a_row_without_the_column_names_it() -> None:
-    with pytest.raises(ValueError, match="'missing'"):
+    with pytest.raises(UsageError, match="no column 'missing' in the row. Columns: other"):
         RowTemplate("{missing}").fill({"other": 1})
 
 

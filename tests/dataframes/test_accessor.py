@@ -11,10 +11,13 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
 from pydantic import BaseModel
 
 import aiforge  # noqa: F401 - registers the accessor
 from aiforge import ChatAgent
+from aiforge.core.types import UsageError
 from aiforge.modules.base import BatchResult
 from aiforge.providers.scripted import ScriptedProvider
 from tests.support.llm_server import LLMServer, Reply, sample_output
@@ -83,10 +86,21 @@ def test_classify_answers_outside_the_labels_fail_their_row() -> None:
     assert result.isna().all() and len(result.attrs["aiforge"].failed) == 2
 
 
-@pytest.mark.parametrize("labels", [["only"], "ab", [1, 2]])
-def test_classify_needs_two_string_labels(labels: Any) -> None:
-    with pytest.raises(ValueError, match="labels"):
-        REVIEWS.aiforge.classify("{review}", labels=labels, agent=scripted("x"))
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        (["only"], "give at least two distinct labels, got ['only']"),
+        ("ab", "got the one string 'ab'"),
+        ([1, 2], "labels must be strings, got 1 (int)"),
+        (REVIEWS[["review", "sentiment"]], "got a DataFrame (its column names would be the labels)"),
+        ({"pos": "happy", "neg": "sad"}, "got a dict (its keys would be the labels)"),
+    ],
+)
+def test_classify_needs_two_string_labels(labels: Any, message: str) -> None:
+    agent = scripted("x")
+    with pytest.raises(UsageError) as info:
+        REVIEWS.aiforge.classify("{review}", labels=labels, agent=agent)
+    assert message in str(info.value) and agent.provider.calls == []
 
 
 def test_filter_keeps_the_rows_answered_true_and_drops_failures() -> None:
@@ -109,9 +123,32 @@ def test_extract_builds_the_prompt_and_returns_the_fields_on_the_index() -> None
     assert prompt.endswith(PEOPLE["sentence"].iloc[0])
 
 
-def test_extract_names_an_unknown_column() -> None:
-    with pytest.raises(ValueError, match="no column 'text'.*'sentence'"):
-        PEOPLE.aiforge.extract("text", output=Person, agent=scripted("{}"))
+def test_extract_names_an_unknown_column_and_the_one_meant() -> None:
+    with pytest.raises(UsageError) as info:
+        PEOPLE.aiforge.extract("sentense", output=Person, agent=scripted("{}"))
+    assert str(info.value) == (
+        "extract: no column 'sentense' in the frame; did you mean 'sentence'? Columns: sentence, name, age, city"
+    )
+
+
+@pytest.mark.parametrize(
+    ("column", "message"),
+    [
+        (PEOPLE[["sentence"]], "got a DataFrame: df.aiforge.extract('sentence', output=...), or on the column"),
+        (PEOPLE["sentence"], "got a Series: df.aiforge.extract('sentence', output=...)"),
+        (Person, "extract takes the text column, then the type: df.aiforge.extract('review', output=Person)"),
+    ],
+)
+def test_extract_given_data_or_a_type_where_the_column_name_goes_says_what_to_pass(column: Any, message: str) -> None:
+    agent = scripted("{}")
+    with pytest.raises(UsageError) as info:
+        PEOPLE.aiforge.extract(column, agent=agent)
+    assert message in str(info.value) and agent.provider.calls == []
+
+
+def test_extract_without_an_output_names_it() -> None:
+    with pytest.raises(UsageError, match="extract needs output=, the type to extract"):
+        PEOPLE.aiforge.extract("sentence", agent=scripted("{}"))
 
 
 def test_the_series_accessor_works_on_values() -> None:
@@ -138,15 +175,32 @@ def test_missing_values_fail_their_rows_without_a_call() -> None:
 
 def test_an_unknown_column_is_refused_before_any_call() -> None:
     agent = scripted("x")
-    with pytest.raises(ValueError, match="'text'"):
+    with pytest.raises(UsageError, match="no column 'text'"):
         REVIEWS.aiforge.map("{text}", agent=agent)
     assert agent.provider.calls == []
+
+
+def test_a_misspelt_column_in_a_notebook_is_one_line_with_the_column_meant() -> None:
+    shell = InteractiveShell.instance()
+    shell.user_ns.update(df=REVIEWS[["review", "sentiment"]], agent=scripted("x"))
+    try:
+        with capture_output() as captured:
+            result = shell.run_cell('df.aiforge.map("Review: {reveiw}", agent=agent)')
+    finally:
+        for name in ("df", "agent"):
+            shell.user_ns.pop(name, None)
+    assert isinstance(result.error_in_exec, UsageError)
+    lines = [line for line in captured.stdout.splitlines() if line.strip()]
+    assert lines == [
+        "UsageError: {reveiw}: no column 'reveiw' in the frame; did you mean 'review'? Columns: review, sentiment",
+        "(%tb shows the full traceback)",
+    ]
 
 
 def test_without_an_agent_one_is_built_from_the_settings() -> None:
     result = REVIEWS.head(2).aiforge.map("{review}", provider="scripted", memory_k=3)
     assert result["response"].tolist() == [f"You said: {r}" for r in REVIEWS["review"].head(2)]
-    with pytest.raises(ValueError, match="agent=None"):
+    with pytest.raises(UsageError, match="agent=None"):
         REVIEWS.aiforge.map("{review}", agent=scripted("x"), provider="scripted")
 
 

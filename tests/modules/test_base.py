@@ -287,7 +287,7 @@ def test_an_unknown_template_column_is_a_value_error_before_any_call() -> None:
     provider = ScriptedProvider()
     with pytest.raises(ValueError, match="'stars'") as info:
         ChatAgent(provider=provider).run_batch(REVIEWS, prompt="{review} ({stars} stars)")
-    assert "the columns are: 'review', 'product'" in str(info.value)
+    assert "Columns: review, product" in str(info.value)
     assert provider.calls == []
 
 
@@ -301,7 +301,8 @@ def test_several_columns_without_a_prompt_is_a_value_error_naming_them_and_both_
     with pytest.raises(ValueError) as info:
         ChatAgent(provider=provider).run_batch(REVIEWS)
     message = str(info.value)
-    assert "'review', 'product'" in message and "prompt='... {column} ...'" in message and "df['review']" in message
+    assert "Columns: review, product" in message and "prompt='Classify: {review}'" in message
+    assert "df['review']" in message
     assert provider.calls == []
 
 
