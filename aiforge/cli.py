@@ -39,7 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     cli_batch.add_parser(commands)
     logs = commands.add_parser("logs", help="the logged turns, newest first", description="Show logged turns.")
     logs.add_argument("--session", help="only this session's turns")
-    logs.add_argument("--search", help="full-text search of prompts and replies (SQLite FTS5 syntax)")
+    logs.add_argument(
+        "--search", help='words to find in prompts and replies, or an FTS5 query ("refund OR return", refu*)'
+    )
     logs.add_argument("--model", help="only this model's turns")
     logs.add_argument("-n", type=int, default=10, help="how many turns (default 10)")
     logs.add_argument("--json", action="store_true", help="one JSON object per line, every column")
@@ -71,11 +73,16 @@ def _agent(args: argparse.Namespace) -> Any:
     )
 
 
-def _logs(args: argparse.Namespace, out: TextIO) -> None:
+def _logs(args: argparse.Namespace, out: TextIO) -> int:
+    from aiforge.core.types import UsageError
     from aiforge.store.access import store_of
     from aiforge.store.log import TurnLog
 
-    rows = TurnLog(store_of()).query(session=args.session, search=args.search, model=args.model, limit=args.n)
+    try:
+        rows = TurnLog(store_of()).query(session=args.session, search=args.search, model=args.model, limit=args.n)
+    except UsageError as exc:  # a search with no word in it: a usage error (exit 2), like argparse's
+        print(f"aiforge: error: argument --search: {exc}", file=sys.stderr)
+        return 2
     for row in rows:
         if args.json:
             out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
@@ -86,6 +93,7 @@ def _logs(args: argparse.Namespace, out: TextIO) -> None:
             f"{when} · {row['provider']} · {row['model']}{where} · {row['input_tokens']}+{row['output_tokens']} "
             f"tokens · ${row['cost']:.6f} · {row['latency_ms']:.0f} ms\n  > {row['prompt']}\n  < {row['reply']}\n"
         )
+    return 0
 
 
 def _turn(agent: Any, message: str, as_json: bool, out: TextIO) -> None:
@@ -157,8 +165,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             cli_batch.run(args, out)
             return 0
         if args.command == "logs":
-            _logs(args, out)
-            return 0
+            return _logs(args, out)
         if args.memory_k < 1:
             print("aiforge: error: --memory-k must be >= 1", file=sys.stderr)
             return 2

@@ -246,16 +246,19 @@ class ChatMagics(Magics):
     @no_var_expand
     @magic_arguments()
     @argument("--session", metavar="NAME", help="only this session's turns")
-    @argument("--search", metavar="TEXT", help="full-text search of prompts and replies (SQLite FTS5)")
+    @argument("--search", metavar="TEXT", help="words to find in prompts and replies, or an FTS5 query "
+              '("refund OR return", refu*); taken as typed')
     @argument("-n", type=int, default=20, help="how many turns, newest first (default 20)")
     @line_magic
     def chat_log(self, line: str) -> Any:
-        """The logged turns of every agent, newest first, as a DataFrame (all columns: ``aiforge.logs()``)."""
+        """The logged turns of every agent, newest first: a DataFrame shown as text (columns: ``aiforge.logs()``)."""
+        from aiforge.jupyter.log_view import log_view, split_search
         from aiforge.store.access import logs
 
+        line, search = split_search(line)
         args = _parse(self.chat_log, line)
         shown = ["time", "session", "model", "prompt", "reply", "input_tokens", "output_tokens", "cost", "latency_ms"]
-        return logs(args.session, search=args.search, limit=args.n)[shown]
+        return log_view(logs(args.session, search=search, limit=args.n)[shown])
 
     # -- agents ----------------------------------------------------------------------------
 

@@ -48,8 +48,10 @@ def logs(
     """Every logged turn, newest first, as a DataFrame; ``.costs_by_day()`` sums cost and tokens per day.
 
     Filters: ``session``, ``model``, ``conversation_id``, ``since`` / ``until`` (datetime, ISO text such as
-    ``"2026-12-01"``, or epoch seconds; ``until`` excluded) and ``search``, an SQLite FTS5 query over the
-    prompt and the reply (``"refund"``, ``"refund OR return"``, ``'"exact phrase"'``, ``"refu*"``).
+    ``"2026-12-01"``, or epoch seconds; ``until`` excluded) and ``search`` over the prompt and the reply:
+    words, all of which must occur (``"doesn't"``, ``"non-stick e-mail"``, ``"#4411"``, as typed), or an SQLite
+    FTS5 query when the text is a valid one (``"refund OR return"``, ``'"exact phrase"'``, ``"refu*"``); a
+    search with no word in it is a ``UsageError``.
     Columns: id, time, session, conversation_id, kind (chat or batch), provider, model, prompt, reply,
     messages_in, messages_out, tool_calls, input_tokens, output_tokens, cost, latency_ms, trace_id, trace.
     """

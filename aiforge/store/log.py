@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from aiforge.store.db import Store
+from aiforge.store.log_search import match_expression
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -183,8 +184,10 @@ class TurnLog:
     ) -> list[dict[str, Any]]:
         """Matching turns, newest first, as dicts (JSON columns decoded).
 
-        ``search`` is an FTS5 query over the prompt and the reply (words, ``"a phrase"``, ``OR``, ``prefix*``);
-        ``since`` / ``until`` take a datetime, an ISO date or time, or epoch seconds.
+        ``search`` looks in the prompt and the reply: words (all must occur; ``doesn't``, ``e-mail`` as typed), or
+        an FTS5 query (``"a phrase"``, ``refund OR return``, ``prefix*``) when the text is a valid one
+        (``log_search``); a search with no word in it is a ``UsageError``. ``since`` / ``until`` take a
+        datetime, an ISO date or time, or epoch seconds.
         """
         where: list[str] = []
         args: list[str | float] = []
@@ -202,7 +205,7 @@ class TurnLog:
         if search:
             source = "log JOIN log_text ON log_text.rowid = log.id"
             where.append("log_text MATCH ?")
-            args.append(search)
+            args.append(match_expression(search))
         sql = f"SELECT {', '.join('log.' + c for c in COLUMNS)} FROM {source}"
         if where:
             sql += " WHERE " + " AND ".join(where)

@@ -613,3 +613,44 @@ def test_session_option_continues_a_saved_conversation_and_chat_log_lists_turns(
     log = shell.run_line_magic("chat_log", "--session notes")
     assert list(log["prompt"]) == ["Who am I?", "My name is Ada."]
     assert list(shell.run_line_magic("chat_log", "--search Ada -n 5")["prompt"]) == ["My name is Ada."]
+
+
+# --- %chat_log -------------------------------------------------------------------------------------------------------
+
+
+def test_chat_log_search_takes_ordinary_words_as_typed(shell: InteractiveShell) -> None:
+    agent = ChatAgent(provider=ScriptedProvider(default="noted"))
+    for prompt in ("it doesn't work", "a non-stick pan", "order #4411 is late", "refund and return"):
+        agent.chat(prompt)
+
+    def found(line: str) -> list[str]:
+        return list(shell.run_line_magic("chat_log", line)["prompt"])
+
+    assert found('--search "doesn\'t"') == found("--search doesn't") == ["it doesn't work"]
+    assert found("--search non-stick -n 5") == ["a non-stick pan"]
+    assert found("--search=#4411") == ["order #4411 is late"]
+    assert found('--search "refund') == found("--search 'refund AND'") == ["refund and return"]
+    assert found('--search "refund OR late"') == ["refund and return", "order #4411 is late"]
+
+    result, captured = run(shell, "%chat_log --search '#'")
+    shown = captured.stdout + captured.stderr
+    assert type(result.error_in_exec).__name__ == "UsageError" and "no word to look for" in shown
+    assert "Traceback" not in shown and "OperationalError" not in shown
+
+
+def test_chat_log_shows_messages_with_their_line_breaks(shell: InteractiveShell) -> None:
+    agent = ChatAgent(provider=ScriptedProvider(['{"sentiment":"negative","summary":"Broke on day 2.\\nNo refund."}']))
+    agent.chat("Review:\nThe pan broke.\n\nLabel it.")
+
+    log = shell.run_line_magic("chat_log", "")
+    html, text = log._repr_html_(), repr(log)
+
+    assert list(log["prompt"]) == ["Review:\nThe pan broke.\n\nLabel it."]  # the data is unchanged
+    assert "\\n" not in html and "\\n" not in text
+    assert "white-space:pre-wrap" in html and "Review:\nThe pan broke.\n\nLabel it." in html
+    assert "sentiment: negative\nsummary: Broke on day 2.\nNo refund." in html
+    lines = text.splitlines()
+    assert lines[1:5] == ["  > Review:", "    The pan broke.", "", "    Label it."]
+    assert lines[5:] == ["  < sentiment: negative", "    summary: Broke on day 2.", "    No refund."]
+    assert "scripted-model" in lines[0] and " ms" in lines[0]
+    assert type(log.head(1)).__name__ == "DataFrame"
