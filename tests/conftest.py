@@ -1,4 +1,4 @@
-"""Fixtures for every test: an isolated configuration that can never reach a real API."""
+"""Fixtures for every test: an isolated configuration that can never reach a real API, nor the user's home."""
 
 from __future__ import annotations
 
@@ -7,6 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from tests.support.isolation import isolate_home
+
+ISOLATED_HOME = isolate_home()
+"""The run's private HOME, XDG folders and store, set before any test imports aiforge (tests/support/isolation.py)."""
 
 _PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 UNREACHABLE = "http://127.0.0.1:9"
