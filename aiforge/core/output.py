@@ -22,7 +22,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from aiforge.core.types import AIForgeError
+from aiforge.core.output_entry import checked_spec
+from aiforge.core.schema_bounds import impossible_bounds
+from aiforge.core.types import AIForgeError, UsageError
 
 WRAPPER_KEY = "value"
 MAX_FEEDBACK_ERRORS = 10
@@ -70,8 +72,14 @@ class OutputSpec:
 
     @classmethod
     def of(cls, output: Any) -> OutputSpec:
-        """The spec of ``output`` (a pydantic model class or any type pydantic validates); cached per type."""
-        return _spec_of(output)
+        """The spec of ``output`` (a pydantic model class or any type pydantic validates); cached per type.
+
+        The one conversion of every ``output=`` (chat, streams, batches, the accessor): a ``UsageError``
+        naming the problem when ``output`` is no usable type, raised before any request.
+        """
+        if isinstance(output, OutputSpec):
+            return output
+        return checked_spec(output, _spec_of)
 
     @property
     def wire_schema(self) -> dict[str, Any]:
@@ -174,6 +182,12 @@ def _build_spec(output: Any) -> OutputSpec:
     if is_object and "$ref" in schema:
         # pydantic puts a self-referencing model's root behind a $ref: bring its body to the root
         schema = {**copy.deepcopy(target), "$defs": schema["$defs"]}
+    impossible = impossible_bounds(schema)
+    if impossible:
+        raise UsageError(
+            f"output={_name_of(output)} can never validate: {'; '.join(impossible)}. Fix the field's bounds "
+            "(e.g. Field(ge=..., le=...) with ge <= le)."
+        )
     return OutputSpec(output, _name_of(output), schema, is_object, adapter)
 
 

@@ -241,7 +241,7 @@ class BaseModule(SubmitsBatchJobs, ABC):
             progress.update(len(errors) + len(done))
         run = BatchRun(
             inputs,
-            lambda text: self._arun_batch_item(text, output=output, cache=cache),
+            lambda text: self._arun_batch_item(text, output=spec, cache=cache),  # converted once, above
             done,
             errors,
             checkpoint=checkpoint,

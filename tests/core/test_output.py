@@ -355,3 +355,64 @@ def test_strict_schema_is_accepted_by_a_strict_openai_server_and_its_sample_vali
             },
         )
     spec.validate(reply.choices[0].message.content)
+
+
+# -- what output= may be: one UsageError at the entrance (issue 22 item 8) ---------------------------------
+
+
+class Unsatisfiable(BaseModel):
+    rating: int = Field(ge=5, le=1)
+
+
+class Forward(BaseModel):
+    parent: UndefinedParent  # type: ignore[name-defined]  # noqa: F821 - the mistake under test
+
+
+@pytest.mark.parametrize(
+    ("output", "says"),
+    [
+        (Unsatisfiable, r"output=Unsatisfiable can never validate: rating: no integer is >= 5 and <= 1"),
+        (Forward, r"output=Forward: the annotation 'UndefinedParent' is not defined.*Forward.model_rebuild\(\)"),
+        (3, r"output must be a type .*got a int value \(3\)"),
+        ("int", r"got the str 'int'"),
+        (Review(sentiment="pos", rating=3), r"pass the class Review, not an instance \(output=Review\)"),
+        (Address.model_construct(city="x"), r"pass the class Address, not an instance"),
+    ],
+)
+def test_an_unusable_output_is_one_usage_error_naming_the_problem(output: object, says: str) -> None:
+    from aiforge.core.types import UsageError
+
+    with pytest.raises(UsageError, match=says) as caught:
+        OutputSpec.of(output)
+    error = caught.value
+    assert error.__cause__ is None and (error.__context__ is None or error.__suppress_context__)  # no pydantic chain
+
+
+@pytest.mark.parametrize(
+    ("field", "says"),
+    [
+        (Field(gt=1, lt=2), "no integer is > 1 and < 2"),
+        (Field(ge=3, lt=3), "no integer is >= 3 and < 3"),
+        (Field(min_length=4, max_length=2), "no string has at least 4 and at most 2 characters"),
+    ],
+)
+def test_bounds_no_value_meets_are_found_in_any_field(field: Any, says: str) -> None:
+    from pydantic import create_model
+
+    from aiforge.core.types import UsageError
+
+    kind = str if "string" in says else int
+    inner = create_model("Inner", value=(kind, field))
+    outer = create_model("Outer", items=(list[inner], ...))  # type: ignore[valid-type]
+    with pytest.raises(UsageError, match=f"Inner.value: {says}"):
+        OutputSpec.of(outer)
+
+
+def test_bounds_a_value_can_meet_are_fine() -> None:
+    class Fine(BaseModel):
+        score: float = Field(gt=1, lt=2)
+        exact: int = Field(ge=3, le=3)
+        word: str = Field(min_length=2, max_length=2)
+
+    assert OutputSpec.of(Fine).name == "Fine"
+    assert OutputSpec.of(OutputSpec.of(Fine)) is OutputSpec.of(Fine)

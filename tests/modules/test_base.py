@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import pandas as pd
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from aiforge.core.types import ProviderError, RateLimitError
 from aiforge.modules.base import BaseModule, BatchResult, MissingValueError
@@ -398,3 +398,36 @@ def test_a_scalar_output_is_one_output_column() -> None:
     assert list(frame.columns[:2]) == ["input", "output"] and str(frame["output"].dtype) == "boolean"
     assert frame["output"].tolist() == [True, False, True, True]
     assert [r.output for r in agent.run_batch(["Broke"], output=bool).results] == [False]
+
+
+class _Impossible(BaseModel):
+    rating: int = Field(ge=5, le=1)
+
+
+class _Review(BaseModel):
+    sentiment: str
+
+
+@pytest.mark.parametrize(
+    ("output", "says"),
+    [
+        ("int", "got the str 'int'"),
+        (3, "got a int value"),
+        (_Impossible, "no integer is >= 5 and <= 1"),
+        (_Review(sentiment="pos"), "pass the class _Review, not an instance"),
+    ],
+)
+def test_a_bad_output_fails_the_batch_once_before_any_request(output: object, says: str) -> None:
+    from aiforge.core.types import UsageError
+
+    provider = ScriptedProvider()
+    agent = ChatAgent(provider=provider)
+    with pytest.raises(UsageError, match=says):
+        agent.run_batch(["a", "b", "c"], output=output)
+    with pytest.raises(UsageError, match=says):
+        pd.DataFrame({"review": ["a", "b"]}).aiforge.map("{review}", output=output, provider=provider)
+    with pytest.raises(UsageError, match=says):
+        agent.chat("a", output=output)
+    with pytest.raises(UsageError, match=says):
+        agent.stream_turn("a", output=output)
+    assert provider.calls == [] and agent.history == []

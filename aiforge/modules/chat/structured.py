@@ -9,7 +9,6 @@ the trace, one ``validation`` record per attempt.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,35 +21,11 @@ VALIDATION_STEP = "validation"
 
 
 def output_spec(output: Any) -> OutputSpec | None:
-    """The ``OutputSpec`` of an ``output=`` argument (None for None); ValueError naming what was given."""
-    if output is None:
-        return None
-    if isinstance(output, OutputSpec):
-        return output
-    if isinstance(output, str):
-        # pydantic would read a string as a forward reference and fail later with a puzzling message
-        raise ValueError(
-            f"output must be a type (a pydantic model class, list[str], Literal[...], a TypedDict, a dataclass...), "
-            f"got the str {output!r}"
-        )
-    try:
-        return OutputSpec.of(output)
-    except Exception as exc:  # noqa: BLE001 - pydantic raises several kinds for a type it cannot handle
-        raise ValueError(
-            f"output must be a type pydantic can validate (a model class, list[str], Literal[...], a TypedDict, "
-            f"a dataclass...), got {_described(output)}: {_first_sentence(str(exc))}"
-        ) from None
+    """The ``OutputSpec`` of an ``output=`` argument (None for None); a ``UsageError`` naming what was given.
 
-
-def _first_sentence(text: str) -> str:
-    # pydantic goes on with advice for its own model_config, which does not apply to output=
-    return re.split(r"(?<=\.)\s", text.strip(), maxsplit=1)[0]
-
-
-def _described(output: Any) -> str:
-    if isinstance(output, type):
-        return f"the class {output.__qualname__}, which pydantic cannot validate"
-    return f"a {type(output).__name__} value ({output!r:.60})"
+    ``OutputSpec.of`` is the one conversion: a spec converted at the entrance (a batch) passes through.
+    """
+    return None if output is None else OutputSpec.of(output)
 
 
 @dataclass(slots=True)
