@@ -2,19 +2,24 @@
 
 Sending ``str(df)`` tells a model nothing about dtypes or missing values, and its head and tail
 rarely represent the data. The description has the shape, every column with its dtype and null
-count, a numeric summary and a few rows spread evenly over the frame, as Markdown tables. pandas
-is imported by the caller's object, never here.
+count, a numeric summary and the rows, as Markdown tables: every row when they fit in the budget,
+else rows sampled evenly over the frame, and the text says so. pandas is imported by the caller's
+object, never here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
+
+from aiforge.core.types import UsageError
 
 DEFAULT_MAX_TOKENS = 1000
 """The default of the ``CONTEXT_MAX_TOKENS`` setting."""
 CHARS_PER_TOKEN = 4
 """The usual estimate for English text and tables; exact counts need the model's tokenizer."""
-_SAMPLE_ROWS = (5, 3, 1, 0)
+_SAMPLE_ROWS = (20, 10, 5, 3, 1)
+"""How many rows a sample has, tried in turn, when the whole frame is over the budget."""
 _CELL_CHARS = 40
 _SUMMARY_STATS = ("mean", "std", "min", "50%", "max")
 
@@ -32,14 +37,14 @@ def estimate_tokens(text: str) -> int:
 def describe(data: Any, *, max_tokens: int = DEFAULT_MAX_TOKENS, name: str | None = None) -> str:
     """A compact Markdown description of a DataFrame or Series, at most about ``max_tokens`` tokens.
 
-    Shape, columns with dtypes and null counts, a numeric summary, and up to five rows spread over
-    the frame. When that is too long, fewer sample rows, then fewer columns are shown, and the text
-    says what was left out.
+    Shape, columns with dtypes and null counts, a numeric summary, and every row when all of that
+    fits. When it does not, long cells are cut, then up to 20 rows spread evenly over the frame are
+    shown (fewer if need be), then fewer columns; the text says what was left out.
     """
     if not is_table(data):
-        raise TypeError(f"describe() takes a pandas DataFrame or Series, got {type(data).__name__}")
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        raise UsageError(f"describe() takes a pandas DataFrame or Series, got {type(data).__name__}.")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise UsageError(f"describe(): max_tokens must be an integer >= 1, got {max_tokens!r}.")
     frame = data.to_frame(name=data.name if data.name is not None else "value") if data.ndim == 1 else data
     kind = "Series" if data.ndim == 1 else "DataFrame"
     title = f"{kind} `{name}`" if name else kind
@@ -47,8 +52,9 @@ def describe(data: Any, *, max_tokens: int = DEFAULT_MAX_TOKENS, name: str | Non
     columns = len(frame.columns)
     text = ""
     while True:
-        for rows in _SAMPLE_ROWS:
-            text = _description(frame, title, shown_columns=columns, sample_rows=rows)
+        summary = _summary(frame, title, shown_columns=columns)
+        for rows in _row_tables(frame.iloc[:, :columns], kind, max_tokens, budget - len(summary)):
+            text = f"{summary}\n{rows}" if rows else summary
             if len(text) <= budget:
                 return text
         if columns <= 1:
@@ -61,12 +67,13 @@ def describe(data: Any, *, max_tokens: int = DEFAULT_MAX_TOKENS, name: str | Non
 def full_table(data: Any) -> str:
     """Every row and column of a DataFrame or Series as one Markdown table (no budget)."""
     if not is_table(data):
-        raise TypeError(f"full_table() takes a pandas DataFrame or Series, got {type(data).__name__}")
+        raise UsageError(f"full_table() takes a pandas DataFrame or Series, got {type(data).__name__}.")
     frame = data.to_frame() if data.ndim == 1 else data
     return markdown_table(["", *map(str, frame.columns)], _rows(frame), cell_chars=None)
 
 
-def _description(frame: Any, title: str, *, shown_columns: int, sample_rows: int) -> str:
+def _summary(frame: Any, title: str, *, shown_columns: int) -> str:
+    """The shape, the columns with dtypes and null counts, and the numeric summary."""
     rows, columns = frame.shape
     part = frame.iloc[:, :shown_columns]
     shape = f"{rows:,} values" if title.startswith("Series") else f"{rows:,} rows × {columns:,} columns"
@@ -90,14 +97,29 @@ def _description(frame: Any, title: str, *, shown_columns: int, sample_rows: int
                 [[str(c), *(_number(stats.at[s, c]) for s in _SUMMARY_STATS)] for c in numeric.columns],
             )
         )
-    if sample_rows and rows:
-        positions = _spread(rows, sample_rows)
-        sample = part.iloc[positions]
-        lines.append(f"{len(positions)} of {rows:,} rows, spread over the frame:")
-        lines.append(
-            markdown_table(["", *map(str, sample.columns)], _rows(sample))
-        )
     return "\n".join(lines)
+
+
+def _row_tables(part: Any, kind: str, max_tokens: int, room: int) -> Iterator[str]:
+    """The rows as tables, most complete first: every row whole, every row with long cells cut, samples."""
+    total = len(part)
+    if not total:
+        return
+    unit = "values" if kind == "Series" else "rows"
+    header = ["", *map(str, part.columns)]
+    # A row's line is at least "|  | … |" with its cells empty: past that many rows, the whole frame cannot fit.
+    if total * (3 * len(header) + 2) <= room:
+        rows = _rows(part)
+        yield f"All {total:,} {unit}:\n" + markdown_table(header, rows, cell_chars=None)
+        yield f"All {total:,} {unit} (cells cut at {_CELL_CHARS} characters):\n" + markdown_table(header, rows)
+    over = f"the whole {kind} is over the {max_tokens:,}-token limit"
+    for count in (c for c in _SAMPLE_ROWS if c < total):
+        sample = part.iloc[_spread(total, count)]
+        yield (
+            f"{count} of {total:,} {unit}, sampled evenly over the {kind} (first and last included; {over}):\n"
+            + markdown_table(header, _rows(sample))
+        )
+    yield f"(No {unit} shown: {over}.)"
 
 
 def _rows(frame: Any) -> list[list[Any]]:

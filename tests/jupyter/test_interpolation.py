@@ -42,6 +42,34 @@ def test_what_was_sent_is_first_in_the_trace(shell: InteractiveShell) -> None:
     assert shell.user_ns["_chat"].trace_dataframe().iloc[0]["step"] == "context"
 
 
+def test_a_small_frame_is_sent_whole(shell: InteractiveShell) -> None:
+    shell.user_ns["agent"], provider = scripted_agent("ok")
+    reviews = ["Great kettle", "Broke after a week", "Fine", "Arrived late but works", "Loud", "Love it"]
+    shell.user_ns["df"] = pd.DataFrame({"review": reviews, "stars": [5, 1, 3, 4, 2, 5]})
+
+    run(shell, "%%chat -a agent\nWhich reviews are negative?\n{df}")
+
+    text = sent_text(provider)
+    assert "All 6 rows:" in text and "sampled" not in text
+    for position, review in enumerate(reviews):
+        assert f"| {position} | {review} |" in text
+
+
+def test_a_frame_over_the_budget_is_sampled_under_it_and_the_text_says_so(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AIFORGE_PROVIDER", "scripted")
+    monkeypatch.setenv("AIFORGE_CONTEXT_MAX_TOKENS", "300")
+    shell.user_ns["orders"] = pd.DataFrame({"item": [f"order {i}" for i in range(5000)], "qty": np.arange(5000)})
+
+    run(shell, "%%chat\n{orders}")
+
+    sent = shell.user_ns["_chat"].trace[0]["output"]
+    assert estimate_tokens(sent) <= 300
+    assert "of 5,000 rows, sampled evenly over the DataFrame" in sent and "over the 300-token limit" in sent
+    assert "| 0 | order 0 | 0 |" in sent and "| 4999 | order 4999 | 4999 |" in sent
+
+
 def test_full_sends_every_row(shell: InteractiveShell) -> None:
     shell.user_ns["agent"], provider = scripted_agent("ok")
     shell.user_ns["sales"] = SALES
