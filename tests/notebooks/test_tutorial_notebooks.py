@@ -132,3 +132,25 @@ def _sanitize(text: str) -> str:
 )
 def test_sanitize_file_neutralises_ids_timings_and_costs_only(raw: str, clean: str) -> None:
     assert _sanitize(raw) == clean
+
+
+def _last_markdown(name: str) -> str:
+    return next(cell.source for cell in reversed(_notebook(name).cells) if cell.cell_type == "markdown")
+
+
+def test_the_quickstart_points_to_every_other_tutorial() -> None:
+    closing = _last_markdown(EXPECTED[0])
+    missing = [name for name in EXPECTED[1:] if f"`{name}`" not in closing]
+    assert not missing, f"01_quickstart's Next list leaves out {missing}"
+
+
+@pytest.mark.parametrize(("name", "following"), list(zip(EXPECTED[1:-1], EXPECTED[2:], strict=True)))
+def test_each_tutorial_ends_by_pointing_to_the_next(name: str, following: str) -> None:
+    closing = _last_markdown(name)
+    assert f"Next: `{following}`" in closing, f"{name} should end with Next: `{following}`"
+    assert "end of the tutorials" not in closing
+
+
+def test_only_the_last_tutorial_says_the_tutorials_end() -> None:
+    saying = [name for name in EXPECTED if "end of the tutorials" in _notebook(name).cells[-1].source]
+    assert saying == [EXPECTED[-1]]
