@@ -22,7 +22,7 @@ from aiforge.core.settings import AIForgeSettings, load_settings
 from aiforge.core.templates import RowTemplate, batch_prompts
 from aiforge.modules.batch.estimate import BatchEstimate, ItemPricer, item_pricer
 from aiforge.modules.batch.results import BatchFailure, BatchItem, BatchResult, MissingValueError
-from aiforge.modules.batch.runner import BatchInterrupted, BatchRun, KeptBatch, interrupted_note, keep, kept_batches
+from aiforge.modules.batch.runner import BatchRun, KeptBatch, forget, interrupted, keep, kept
 from aiforge.modules.jobs.submit import SubmitsBatchJobs
 
 if TYPE_CHECKING:
@@ -152,16 +152,17 @@ class BaseModule(SubmitsBatchJobs, ABC):
         """Process ``items`` with at most ``concurrency`` in flight; see ``arun_batch``.
 
         Ctrl-C keeps the finished items in memory and ends with one line saying so (``BatchInterrupted``);
-        the same call again runs only the others.
+        the same call again in this process runs only the others, also through another agent of the same
+        settings (the accessor builds one per call): items are kept by batch fingerprint, not by agent.
         """
-        interrupted: list[KeptBatch] = []
+        stopped: list[KeptBatch] = []
         options = dict(cache=cache, checkpoint=checkpoint, restart=restart, max_cost=max_cost, estimate=estimate)
         try:
-            return run_sync(self._batch(items, concurrency, max_batch, output, prompt, options, interrupted))
+            return run_sync(self._batch(items, concurrency, max_batch, output, prompt, options, stopped))
         except KeyboardInterrupt:
-            if not interrupted:
+            if not stopped:
                 raise
-            raise BatchInterrupted(interrupted_note(interrupted[0])) from None
+            raise interrupted(stopped[0]) from None
 
     async def arun_batch(
         self,
@@ -253,13 +254,14 @@ class BaseModule(SubmitsBatchJobs, ABC):
         try:
             wall_time_s = await run.run(concurrency)
         except (asyncio.CancelledError, KeyboardInterrupt):
-            kept = keep(self, batch.key, done, len(inputs))
+            entry = keep(batch.key, done, len(inputs))
             if interrupted is not None:
-                interrupted.append(kept)
+                interrupted.append(entry)
             raise
         finally:
             if progress is not None:
                 progress.close()
+        forget(batch.key)
         result = BatchResult(item_type, inputs=inputs, wall_time_s=wall_time_s, index=prompts.index, output=spec)
         for index in range(len(inputs)):
             if index in errors:
@@ -301,9 +303,9 @@ class BaseModule(SubmitsBatchJobs, ABC):
         self, batch: BatchFingerprint, checkpoint: Any, item_type: type[BatchItem], spec: OutputSpec | None,
         *, restart: bool,
     ) -> dict[int, Any]:
-        """Items an interrupted run in this process or the checkpoint already finished (failed ones excluded)."""
-        kept = kept_batches(self).pop(batch.key, None)
-        done = {} if kept is None or restart else dict(kept.results)
+        """Items an interrupted run of this batch in this process (any agent) or the checkpoint finished (not failed)."""
+        earlier = kept(batch.key)
+        done = {} if earlier is None or restart else dict(earlier.results)
         if checkpoint is not None:
             for index, record in checkpoint.done().items():
                 if record.status == "ok" and index not in done:

@@ -202,3 +202,18 @@ def test_ctrl_c_in_a_running_loop_like_a_kernel_keeps_the_finished_rows(srv: LLM
         assert_complete(loop.run_until_complete(cell()), meter)
     finally:
         loop.close()
+
+
+def test_ctrl_c_then_the_same_batch_through_another_agent_of_the_same_settings_runs_only_the_rest(
+    srv: LLMServer,
+) -> None:
+    srv.default = meter = Metered(answer_first=8)
+
+    def interrupt_when_stuck() -> None:
+        if srv.wait_for_requests(8 + CONCURRENCY, timeout=60):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_when_stuck, daemon=True).start()
+    with pytest.raises(BatchInterrupted, match="8 of 20 items finished and are kept"):
+        agent(srv).run_batch(ITEMS, concurrency=CONCURRENCY)
+    assert_complete(agent(srv).run_batch(ITEMS, concurrency=CONCURRENCY), meter)  # a new agent, as the accessor's

@@ -2,8 +2,9 @@
 
 Resumption. A batch is identified by its ``BatchFingerprint``: the ordered fingerprints of its prompts and
 the fingerprint of the settings its replies depend on. Items finished by an earlier run of the same batch are
-taken from the checkpoint file (``checkpoint=``) and, after an interrupt in this process, from the module's
-memory; only the others run. Failed items are recorded in the checkpoint with their error but are run again
+taken from the checkpoint file (``checkpoint=``) and, after an interrupt in this process, from memory kept by
+batch fingerprint for the whole process (not per agent: ``df.aiforge.map`` builds a new agent per call, and
+the same call again must not pay twice); only the others run. Failed items are recorded in the checkpoint with their error but are run again
 on a rerun: a failure is usually transient (a timeout, a 429), and the user reruns to get those rows. Items a
 budget skipped, and rows with a missing value, are never recorded.
 
@@ -17,6 +18,7 @@ cost beyond their estimate.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -28,15 +30,21 @@ from aiforge.modules.batch.estimate import ItemPricer
 from aiforge.modules.batch.results import BudgetExceededError
 from aiforge.store import Checkpoint
 
-KEPT_BATCHES = 4
-"""Interrupted batches whose finished items a module keeps in memory (the oldest is dropped first)."""
+KEPT_BATCHES = 8
+"""Interrupted batches whose finished items the process keeps in memory (the oldest is dropped first)."""
 
 
 class BatchInterrupted(Interrupted):
     """Ctrl-C during ``run_batch``: the finished items are kept; the same call again runs only the rest.
 
-    A ``KeyboardInterrupt`` that IPython shows as one line (``%tb`` keeps the frames).
+    A ``KeyboardInterrupt`` that IPython shows as one line (``%tb`` keeps the frames). ``finished`` and
+    ``total`` count the batch's items.
     """
+
+    def __init__(self, message: str, *, finished: int = 0, total: int = 0) -> None:
+        super().__init__(message)
+        self.finished = finished
+        self.total = total
 
 
 @dataclass(slots=True)
@@ -47,12 +55,8 @@ class KeptBatch:
     total: int
 
 
-def kept_batches(module: Any) -> OrderedDict[str, KeptBatch]:
-    """The module's interrupted batches by batch key (made on first use)."""
-    kept: OrderedDict[str, KeptBatch] | None = module.__dict__.get("_kept_batches")
-    if kept is None:
-        kept = module.__dict__["_kept_batches"] = OrderedDict()
-    return kept
+_kept: OrderedDict[str, KeptBatch] = OrderedDict()
+_kept_lock = threading.Lock()
 
 
 @dataclass(slots=True)
@@ -138,20 +142,35 @@ class BatchRun:
             self.progress.update(1)
 
 
-def interrupted_note(kept: KeptBatch) -> str:
-    """The one line an interrupted ``run_batch`` ends with."""
+def interrupted(kept: KeptBatch) -> BatchInterrupted:
+    """The one-line interrupt an interrupted ``run_batch`` ends with."""
     finished = len(kept.results)
-    return (
+    return BatchInterrupted(
         f"run_batch interrupted: {finished} of {kept.total} items finished and are kept; run the same call "
-        f"again to run only the other {kept.total - finished}."
+        f"again to run only the other {kept.total - finished}.",
+        finished=finished,
+        total=kept.total,
     )
 
 
-def keep(module: Any, key: str, results: dict[int, Any], total: int) -> KeptBatch:
-    """Keep an interrupted batch's finished items on ``module`` for the next run of the same batch."""
-    kept = kept_batches(module)
-    kept.pop(key, None)
-    kept[key] = entry = KeptBatch(dict(results), total)
-    while len(kept) > KEPT_BATCHES:
-        kept.popitem(last=False)
+def keep(key: str, results: dict[int, Any], total: int) -> KeptBatch:
+    """Keep an interrupted batch's finished items for the next run of the same batch (``key``) in this process."""
+    entry = KeptBatch(dict(results), total)
+    with _kept_lock:
+        _kept.pop(key, None)
+        _kept[key] = entry
+        while len(_kept) > KEPT_BATCHES:
+            _kept.popitem(last=False)
     return entry
+
+
+def kept(key: str) -> KeptBatch | None:
+    """The finished items an interrupted run of batch ``key`` kept in this process; None if none."""
+    with _kept_lock:
+        return _kept.get(key)
+
+
+def forget(key: str) -> None:
+    """Drop what was kept for batch ``key`` (its run has finished)."""
+    with _kept_lock:
+        _kept.pop(key, None)
