@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from aiforge.core.pricing import ModelPrice, lookup_price
-from aiforge.core.types import ConfigError
+from aiforge.core.types import ConfigError, UsageError
 
 if TYPE_CHECKING:
     from aiforge.core.settings import AIForgeSettings
@@ -68,7 +68,7 @@ def blended_price(price: ModelPrice) -> float:
 def _tier(quality: str) -> str:
     tier = quality.strip().lower() if isinstance(quality, str) else quality
     if tier not in _RANK:
-        raise ValueError(f"invalid quality {quality!r}; valid tiers: {', '.join(QUALITY_TIERS)}")
+        raise UsageError(f"invalid quality {quality!r}; valid tiers: {', '.join(QUALITY_TIERS)}")
     return tier
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiforge.core.settings import AIForgeSettings
-from aiforge.core.types import ConfigError
+from aiforge.core.types import ConfigError, UsageError
 from aiforge.providers.base import Provider, StreamEvent
 
 __all__ = [
@@ -53,7 +53,7 @@ def register_provider(name: str, provider: Any) -> None:
     ``fn(messages, **params) -> str`` (sync or async), which gets the prompted-JSON tool protocol.
     """
     if not isinstance(name, str) or not name.strip() or name == "auto":
-        raise ValueError(f"provider name must be a non-empty string other than 'auto', got {name!r}")
+        raise UsageError(f"provider name must be a non-empty string other than 'auto', got {name!r}")
     factory: ProviderFactory
     if isinstance(provider, Provider):
         instance = provider
@@ -73,7 +73,7 @@ def register_provider(name: str, provider: Any) -> None:
         wrapped = FunctionProvider(provider, name=name)
         factory = lambda _settings: wrapped  # noqa: E731
     else:
-        raise ValueError(
+        raise UsageError(
             f"register_provider({name!r}, ...) needs a Provider instance or subclass, "
             f"or a function fn(messages, **params) -> str; got {type(provider).__name__}"
         )

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from aiforge.core.types import ConfigError
+from aiforge.core.types import ConfigError, UsageError
 from aiforge.store.sessions import SessionRecord, Sessions
 
 
@@ -26,7 +26,7 @@ def export_session(
     path = Path(path)
     kind = format or ("jsonl" if path.suffix == ".jsonl" else "markdown")
     if kind not in ("markdown", "jsonl"):
-        raise ValueError(f"format must be 'markdown' or 'jsonl', not {format!r}")
+        raise UsageError(f"format must be 'markdown' or 'jsonl', not {format!r}")
     path.write_text(_jsonl(record) if kind == "jsonl" else _markdown(record), encoding="utf-8")
     return path
 
@@ -36,7 +36,7 @@ def import_session(sessions: Sessions, path: str | os.PathLike[str], name: str |
     lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
     head = json.loads(lines[0]) if lines else {}
     if "aiforge_session" not in head:
-        raise ValueError(f"{path} is not an aiforge session export (its first line has no 'aiforge_session').")
+        raise UsageError(f"{path} is not an aiforge session export (its first line has no 'aiforge_session').")
     history = [json.loads(line) for line in lines[1:]]
     name = name or head["aiforge_session"]
     sessions.save(

@@ -4,24 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from aiforge.core.types import UsageError
+
 
 def checked_positive(name: str, value: Any) -> int:
-    """``value`` if it is an integer >= 1; a ValueError naming ``name`` otherwise."""
+    """``value`` if it is an integer >= 1; a UsageError naming ``name`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
     return value
 
 
 def checked_message(message: Any) -> str:
-    """``message`` if it is non-blank text that can be sent as UTF-8; a ValueError saying why not otherwise."""
+    """``message`` if it is non-blank text that can be sent as UTF-8; a UsageError saying why not otherwise."""
     if not isinstance(message, str):
-        raise ValueError(f"message must be a str, got {type(message).__name__}")
+        raise UsageError(f"message must be a str, got {type(message).__name__}")
     if not message.strip():
-        raise ValueError("message must not be empty or whitespace-only")
+        raise UsageError("message must not be empty or whitespace-only")
     try:
         message.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ValueError(
+        raise UsageError(
             f"message contains {message[exc.start]!r} at position {exc.start}, a lone surrogate that "
             "cannot be sent as UTF-8 (text decoded with errors='surrogateescape'?)"
         ) from None

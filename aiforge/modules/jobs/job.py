@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.core.aio import run_sync
 from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
 from aiforge.core.templates import RowTemplate, batch_prompts
-from aiforge.core.types import AIForgeError, ProviderError
+from aiforge.core.types import AIForgeError, ProviderError, UsageError
 from aiforge.modules.batch.results import BatchFailure, BatchResult, MissingValueError
 from aiforge.modules.jobs.requests import batch_requests, call_params, index_of, to_result
 from aiforge.providers.batch_api import BatchLimits, BatchStatus, ItemNotRunError, ProviderBatchAPI, batch_api_for
@@ -305,15 +305,15 @@ def _job_in(checkpoint: str | os.PathLike[str] | None, agent: BaseModule) -> str
     from aiforge.store import Checkpoint, Store
 
     if checkpoint is None:
-        raise ValueError("BatchJob.attach needs a job_id, or the checkpoint= that submit_batch was given.")
+        raise UsageError("BatchJob.attach needs a job_id, or the checkpoint= that submit_batch was given.")
     if not os.path.exists(checkpoint):
-        raise ValueError(f"checkpoint={os.fspath(checkpoint)!r} does not exist: there is no job to attach to.")
+        raise UsageError(f"checkpoint={os.fspath(checkpoint)!r} does not exist: there is no job to attach to.")
     stored = Checkpoint.stored_job(Store.for_setting(checkpoint, kind="data"))  # type: ignore[arg-type]
     if stored is None:
-        raise ValueError(f"{os.fspath(checkpoint)} holds no Batch API job (it was not given to submit_batch).")
+        raise UsageError(f"{os.fspath(checkpoint)} holds no Batch API job (it was not given to submit_batch).")
     job_id, provider = stored
     if provider != agent.provider_name:
-        raise ValueError(f"{os.fspath(checkpoint)} holds a {provider} job; the agent talks to {agent.provider_name}.")
+        raise UsageError(f"{os.fspath(checkpoint)} holds a {provider} job; the agent talks to {agent.provider_name}.")
     return job_id
 
 

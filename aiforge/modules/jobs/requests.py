@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.core.costs import CostRecord
 from aiforge.core.output import OutputRefusedError, OutputSpec
 from aiforge.core.pricing import batch_price_of
-from aiforge.core.types import CallParams, Completion, Message
+from aiforge.core.types import CallParams, Completion, Message, UsageError
 from aiforge.providers.batch_api import BatchRequest
 
 if TYPE_CHECKING:
@@ -48,10 +48,10 @@ def call_params(module: BaseModule, spec: OutputSpec | None) -> CallParams:
 
 
 def batch_requests(module: BaseModule, texts: dict[int, str], params: CallParams) -> list[BatchRequest]:
-    """One request per item to send, keyed by position; ``ValueError`` for an agent with tools."""
+    """One request per item to send, keyed by position; ``UsageError`` for an agent with tools."""
     system_prompt, tools = module._request_context()
     if tools:
-        raise ValueError(
+        raise UsageError(
             f"submit_batch sends one model call per item and cannot run {type(module).__name__}'s tools "
             f"({len(tools)}); use run_batch for an agent with tools."
         )
