@@ -200,7 +200,7 @@ def _report(part: pd.DataFrame, columns: pd.DataFrame, job: DaskJob) -> None:
     from distributed import Queue
 
     batch = columns.attrs[ATTRS_KEY]
-    failed = [(part.index[f.index], f"{type(f.error).__name__}: {f.error}") for f in batch.failed]
+    failed = [(f.index, f"{type(f.error).__name__}: {f.error}") for f in batch.failed]  # f.index: the label
     report = {
         "partition": partition_key(part),
         "rows": len(part),

@@ -265,7 +265,7 @@ class BaseModule(SubmitsBatchJobs, ABC):
         result = BatchResult(item_type, inputs=inputs, wall_time_s=wall_time_s, index=prompts.index, output=spec)
         for index in range(len(inputs)):
             if index in errors:
-                result.failed.append(BatchFailure(index, inputs[index], errors[index]))
+                result.fail(index, errors[index])
             else:
                 result.results.append(done[index])
                 result.indices.append(index)
@@ -303,7 +303,7 @@ class BaseModule(SubmitsBatchJobs, ABC):
         self, batch: BatchFingerprint, checkpoint: Any, item_type: type[BatchItem], spec: OutputSpec | None,
         *, restart: bool,
     ) -> dict[int, Any]:
-        """Items an interrupted run of this batch in this process (any agent) or the checkpoint finished (not failed)."""
+        """Items an interrupted run of this batch in this process (any agent) or the checkpoint finished, not failed."""
         earlier = kept(batch.key)
         done = {} if earlier is None or restart else dict(earlier.results)
         if checkpoint is not None:

@@ -335,10 +335,10 @@ def test_missing_values_fail_their_row_without_a_call_and_the_others_run() -> No
     ).astype({"product": "string"})
     batch = ChatAgent(provider=provider).run_batch(frame, prompt="{review} {product}")
     assert [call.last_user_message for call in provider.calls] == ["ok mug"]
-    assert [(f.index, str(f.error)) for f in batch.failed] == [
-        (1, "missing value: review"),
-        (2, "missing value: review"),
-        (3, "missing value: product"),
+    assert [(f.index, f.position, str(f.error)) for f in batch.failed] == [  # labels, as to_dataframe() shows
+        ("b", 1, "missing value: review"),
+        ("c", 2, "missing value: review"),
+        ("d", 3, "missing value: product"),
     ]
     assert all(isinstance(f.error, MissingValueError) for f in batch.failed)
     errors = batch.to_dataframe()["error"]
@@ -389,7 +389,8 @@ def test_output_adds_one_typed_column_per_field_and_failed_rows_are_null() -> No
     assert frame.loc[102, "sentiment"] == "neg" and frame.loc[102, "stars"] == 1
     assert frame.loc[103, ["sentiment", "stars", "error"]].isna().all()
     assert frame.loc[103, "batch_error"].startswith("OutputValidationError")
-    assert [f.index for f in batch.failed] == [2]
+    assert [(f.index, f.position) for f in batch.failed] == [(103, 2)]  # the label the frame shows the error at
+    assert "#103: OutputValidationError" in batch._repr_html_()
 
 
 def test_a_scalar_output_is_one_output_column() -> None:

@@ -31,7 +31,7 @@ def test_a_dataframe_with_a_template_comes_back_on_its_index(fake: ScriptedProvi
     table = result.to_dataframe()
     assert list(table.index) == ["r1", "r2", "r3"]
     assert list(table["message"].iloc[[0, 2]]) == ["You said: Review: good", "You said: Review: bad"]
-    assert isinstance(result.failed[0].error, MissingValueError) and result.failed[0].index == 1
+    assert isinstance(result.failed[0].error, MissingValueError) and result.failed[0].index == "r2"
     assert len(fake.calls) == 2  # the row with a missing value is never sent
 
 

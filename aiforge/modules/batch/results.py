@@ -46,18 +46,26 @@ class BatchItem(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class BatchFailure:
-    """An item of a batch that failed: its position, its input and the error.
+    """An item of a batch that failed: its index label, its input and the error.
 
-    A row with a missing value fails with a ``MissingValueError`` and was never sent.
+    ``index`` is the row's label in the input's pandas index (as in ``to_dataframe()`` and the Dask summary),
+    the position for a list; ``position`` is always the position. A row with a missing value fails with a
+    ``MissingValueError`` and was never sent.
     """
 
-    index: int
+    index: Any
     input: str
     error: BaseException
+    position: int = -1
+    """The input position; -1 (not given) takes ``index``, which is the position for a list."""
+
+    def __post_init__(self) -> None:
+        if self.position < 0:
+            object.__setattr__(self, "position", self.index)
 
     def __repr__(self) -> str:
         error = f"{type(self.error).__name__}: {self.error}"
-        return f"BatchFailure(index={self.index}, input={self.input[:40]!r}, error={error})"
+        return f"BatchFailure(index={self.index!r}, input={self.input[:40]!r}, error={error})"
 
 
 class MissingValueError(ValueError):
@@ -70,7 +78,7 @@ class BudgetExceededError(AIForgeError):
 
 @dataclass(slots=True)
 class BatchResult:
-    """Results of ``run_batch``: successes in input order, failures with their position.
+    """Results of ``run_batch``: successes in input order, failures with their index label.
 
     ``to_dataframe()`` is on the input's index; with ``output=`` it has one typed column per output field.
     """
@@ -110,6 +118,11 @@ class BatchResult:
     def __len__(self) -> int:
         return len(self.inputs)
 
+    def fail(self, position: int, error: BaseException) -> None:
+        """Record input ``position`` as failed with ``error``, under its index label."""
+        label = position if self.index is None else self.index[position]
+        self.failed.append(BatchFailure(label, self.inputs[position], error, position))
+
     def to_dataframe(self) -> pd.DataFrame:
         """One row per input on the input's index; failed items carry their error.
 
@@ -127,7 +140,7 @@ class BatchResult:
             values[index] = result.output if self.output is not None else None
         for failure in self.failed:
             error = f"{type(failure.error).__name__}: {failure.error}"
-            rows[failure.index] = {"input": failure.input, **self.item_type.failed_row(error)}
+            rows[failure.position] = {"input": failure.input, **self.item_type.failed_row(error)}
         frame = pd.DataFrame(rows, columns=["input", *self.item_type.failed_row("")], index=self.index)
         if self.output is None:
             return frame
@@ -165,7 +178,7 @@ class BatchResult:
         import html
 
         failures = "".join(
-            f"<li>#{f.index}: {html.escape(type(f.error).__name__)}: {html.escape(str(f.error)[:200])}</li>"
+            f"<li>#{html.escape(str(f.index))}: {html.escape(f'{type(f.error).__name__}: {str(f.error)[:200]}')}</li>"
             for f in self.failed[:10]
         )
         more = f"<li>… {len(self.failed) - 10} more</li>" if len(self.failed) > 10 else ""

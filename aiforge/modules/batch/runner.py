@@ -4,9 +4,9 @@ Resumption. A batch is identified by its ``BatchFingerprint``: the ordered finge
 the fingerprint of the settings its replies depend on. Items finished by an earlier run of the same batch are
 taken from the checkpoint file (``checkpoint=``) and, after an interrupt in this process, from memory kept by
 batch fingerprint for the whole process (not per agent: ``df.aiforge.map`` builds a new agent per call, and
-the same call again must not pay twice); only the others run. Failed items are recorded in the checkpoint with their error but are run again
-on a rerun: a failure is usually transient (a timeout, a 429), and the user reruns to get those rows. Items a
-budget skipped, and rows with a missing value, are never recorded.
+the same call again must not pay twice); only the others run. Failed items are recorded in the checkpoint
+with their error but are run again on a rerun: a failure is usually transient (a timeout, a 429), and the
+user reruns to get those rows. Items a budget skipped, and rows with a missing value, are never recorded.
 
 Budget. With ``max_cost``, an item starts only if the cost spent so far, plus an estimate for every item in
 flight and for itself, stays within the budget; the estimate is the mean cost of the items finished so far, or

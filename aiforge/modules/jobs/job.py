@@ -191,7 +191,7 @@ class BatchJob:
             index=self.index, output=self.output,
         )
         reason = next((job.state for job in status.jobs if job.state != "completed"), "failed")
-        for index, text in enumerate(inputs):
+        for index in range(len(inputs)):
             error: BaseException | None = MissingValueError(self.missing[index]) if index in self.missing else None
             outcome = outcomes.get(index, ItemNotRunError(reason)) if error is None else None
             if isinstance(outcome, BaseException):
@@ -203,7 +203,7 @@ class BatchJob:
                     continue
                 except (OutputValidationError, OutputRefusedError) as exc:
                     error = exc
-            result.failed.append(BatchFailure(index, text, error))  # type: ignore[arg-type]
+            result.fail(index, error)  # type: ignore[arg-type]
         self.not_run = [f for f in result.failed if isinstance(f.error, ItemNotRunError)]
         self._record(result)
         return result
@@ -237,7 +237,7 @@ class BatchJob:
             checkpoint.record(index, payload=item.to_payload())
         for failure in result.failed:
             if not isinstance(failure.error, MissingValueError):
-                checkpoint.record(failure.index, error=f"{type(failure.error).__name__}: {failure.error}")
+                checkpoint.record(failure.position, error=f"{type(failure.error).__name__}: {failure.error}")
 
     # -- submitting and attaching -----------------------------------------------------------
 
