@@ -70,7 +70,7 @@ def test_map_with_output_gives_typed_columns_and_failed_rows_are_null() -> None:
     assert result.drop(index=PEOPLE.index[1]).equals(expected.drop(index=PEOPLE.index[1]))
     assert result.loc[PEOPLE.index[1]].isna().all()
     batch = result.attrs["aiforge"]
-    assert isinstance(batch, BatchResult) and [f.index for f in batch.failed] == [1]
+    assert isinstance(batch, BatchResult) and [f.index for f in batch.failed] == [PEOPLE.index[1]]
 
 
 def test_classify_is_a_categorical_of_the_labels_constrained_to_them() -> None:
@@ -111,7 +111,7 @@ def test_filter_keeps_the_rows_answered_true_and_drops_failures() -> None:
     kept = REVIEWS.aiforge.filter("Is this review negative? {review}", agent=scripted(answer))
     expected = REVIEWS.iloc[1:][REVIEWS["sentiment"].iloc[1:] == "neg"]
     assert kept.equals(expected) and len(kept) > 0
-    assert [f.index for f in kept.attrs["aiforge"].failed] == [0]
+    assert [f.index for f in kept.attrs["aiforge"].failed] == [REVIEWS.index[0]]
 
 
 def test_extract_builds_the_prompt_and_returns_the_fields_on_the_index() -> None:
