@@ -20,6 +20,7 @@ from aiforge.core.costs import CostTracker
 from aiforge.core.output import OutputSpec
 from aiforge.core.settings import AIForgeSettings, load_settings
 from aiforge.core.templates import RowTemplate, batch_prompts
+from aiforge.modules.batch.embedded import warn_if_embedded
 from aiforge.modules.batch.estimate import BatchEstimate, ItemPricer, item_pricer
 from aiforge.modules.batch.results import BatchFailure, BatchItem, BatchResult, MissingValueError
 from aiforge.modules.batch.runner import BatchRun, KeptBatch, forget, interrupted, keep, kept
@@ -157,8 +158,9 @@ class BaseModule(SubmitsBatchJobs, ABC):
         """
         stopped: list[KeptBatch] = []
         options = dict(cache=cache, checkpoint=checkpoint, restart=restart, max_cost=max_cost, estimate=estimate)
+        spec = self._typed_batch(output, estimate)
         try:
-            return run_sync(self._batch(items, concurrency, max_batch, output, prompt, options, stopped))
+            return run_sync(self._batch(items, concurrency, max_batch, spec, prompt, options, stopped))
         except KeyboardInterrupt:
             if not stopped:
                 raise
@@ -197,7 +199,8 @@ class BaseModule(SubmitsBatchJobs, ABC):
         return a ``BatchEstimate``. See ``modules/batch`` for the rules.
         """
         options = dict(cache=cache, checkpoint=checkpoint, restart=restart, max_cost=max_cost, estimate=estimate)
-        return await self._batch(items, concurrency, max_batch, output, prompt, options, None)
+        spec = self._typed_batch(output, estimate)
+        return await self._batch(items, concurrency, max_batch, spec, prompt, options, None)
 
     def estimate_batch(
         self, items: Sequence[str] | Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
@@ -208,12 +211,19 @@ class BaseModule(SubmitsBatchJobs, ABC):
                                                  prompt=prompt, checkpoint=checkpoint, estimate=True)
         return estimate
 
+    def _typed_batch(self, output: Any, estimate: bool) -> OutputSpec | None:
+        """``output=`` converted (the one conversion), with the embedded model's warning for a typed batch."""
+        spec = None if output is None else OutputSpec.of(output)
+        if spec is not None and not estimate:
+            warn_if_embedded(self.provider)
+        return spec
+
     async def _batch(
         self, items: Any, concurrency: int, max_batch: int, output: Any, prompt: str | RowTemplate | None,
         options: dict[str, Any], interrupted: list[KeptBatch] | None,
     ) -> Any:
         item_type = self.result_type()
-        spec = None if output is None else OutputSpec.of(output)
+        spec = None if output is None else OutputSpec.of(output)  # a spec already: passes through
         prompts = batch_prompts(items, prompt)
         inputs = prompts.texts
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
