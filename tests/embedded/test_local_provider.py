@@ -146,9 +146,9 @@ def test_offers_a_tool_call_through_constrained_decoding(provider: LocalProvider
 
 
 def test_answers_with_the_tool_result_after_a_call(provider: LocalProvider) -> None:
+    # The call is given: how well this model writes expressions is not what is tested here.
     messages = conversation("What is 15% of 80? Use the calculator")
-    first = asyncio.run(provider.complete(messages, [CALCULATOR], GREEDY))
-    [call] = first.tool_calls
+    call = {"id": "call_1", "name": "calculator", "arguments": {"expression": "15 / 100 * 80"}}
     result = calculate(call["arguments"]["expression"])
     messages += [
         {"role": "assistant", "content": "", "tool_calls": [call]},

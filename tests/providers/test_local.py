@@ -155,8 +155,10 @@ def test_tool_instructions_describe_each_tool_and_the_json_to_reply_with() -> No
 
     assert "- calculator: Evaluate an arithmetic expression." in instructions
     assert "    expression: The expression to evaluate" in instructions
-    assert 'To use calculator: {"tool": "calculator", "arguments": {"expression": <text>}}' in instructions
-    assert 'To answer the user directly: {"answer": "<your answer>"}' in instructions
+    assert 'For example, to use calculator: {"tool": "calculator", "arguments": {"expression": "example"}}' in (
+        instructions
+    )
+    assert 'For example, to answer the user directly: {"answer": "' in instructions
 
 
 def test_tool_instructions_take_a_parameter_whose_type_is_a_list() -> None:
@@ -168,7 +170,7 @@ def test_tool_instructions_take_a_parameter_whose_type_is_a_list() -> None:
 
     instructions = tool_instructions([tool])
 
-    assert 'To use lookup: {"tool": "lookup", "arguments": {"key": <value>, "n": <integer>}}' in instructions
+    assert 'For example, to use lookup: {"tool": "lookup", "arguments": {"key": "example", "n": 3}}' in instructions
 
 
 # --- chat_messages -------------------------------------------------------------------------------------------------

@@ -17,8 +17,8 @@ from typing import Any
 
 from aiforge.core.output import OutputSpec
 from aiforge.core.types import Message, ToolCall, ToolSpec, new_tool_call
+from aiforge.providers.local.placeholders import EXAMPLE_ANSWER, example_arguments
 from aiforge.providers.local.structured import (
-    PLACEHOLDERS,
     answer_placeholder,
     answer_schema,
     field_notes,
@@ -74,20 +74,14 @@ def tool_instructions(tools: list[ToolSpec], output: OutputSpec | None = None) -
                 lines.append(f"    {arg}: {spec['description']}")
     lines.append("Reply with one JSON object and nothing else.")
     for tool in tools:
-        properties = (tool.get("parameters") or {}).get("properties", {})
-        arguments = ", ".join(f'"{arg}": {_argument_placeholder(spec)}' for arg, spec in properties.items())
-        lines.append(f'To use {tool["name"]}: {{"tool": "{tool["name"]}", "arguments": {{{arguments}}}}}')
+        # Real values, not placeholders: this small model copies whatever the example shows.
+        call = {"tool": tool["name"], "arguments": example_arguments(tool)}
+        lines.append(f"For example, to use {tool['name']}: {json.dumps(call, ensure_ascii=False)}")
     if output is None:
-        lines.append('To answer the user directly: {"answer": "<your answer>"}')
+        lines.append(f"For example, to answer the user directly: {json.dumps({'answer': EXAMPLE_ANSWER})}")
     else:
         lines += [f"To answer the user directly: {answer_placeholder(output)}", *field_notes(output)]
     return "\n".join(lines)
-
-
-def _argument_placeholder(spec: Any) -> str:
-    # A JSON Schema "type" may be a list (["string", "null"]): only a single type name has a placeholder.
-    kind = spec.get("type") if isinstance(spec, dict) else None
-    return PLACEHOLDERS.get(kind, "<value>") if isinstance(kind, str) else "<value>"
 
 
 def _call_json(call: ToolCall) -> str:

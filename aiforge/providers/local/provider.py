@@ -11,11 +11,14 @@ JSON text is what streams and what ``Completion.text`` holds.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
+import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any, ClassVar
 
+from aiforge.core.output import OutputSpec
 from aiforge.core.types import (
     BadRequestError,
     CallParams,
@@ -26,10 +29,19 @@ from aiforge.core.types import (
     ToolSpec,
     Usage,
 )
+from aiforge.core.waits import waited
 from aiforge.providers.base import Provider, StreamEvent
 from aiforge.providers.local import defaults
 from aiforge.providers.local.engine import default_threads, shared_engine
 from aiforge.providers.local.loops import LoopGuard
+from aiforge.providers.local.placeholders import (
+    EXAMPLE_ANSWER,
+    PlaceholderGuard,
+    copied_value,
+    example_strings,
+    forbid_placeholders,
+    user_text,
+)
 from aiforge.providers.local.protocol import (
     ANSWER_SCHEMA,
     AnswerStream,
@@ -44,6 +56,8 @@ from aiforge.providers.local.weights import resolve_model_path
 
 DEFAULT_MAX_TOKENS = 512
 """Cap on generated tokens when neither the call nor MAX_TOKENS sets one: a tiny model can babble forever."""
+ATTEMPTS = 3
+"""Decodings of one constrained reply at most: the reply, a retry that cannot copy a placeholder, an answer alone."""
 LOOP = "loop"
 """``Completion.finish_reason`` when the loop guard ended a reply (``loops.py``)."""
 
@@ -132,7 +146,14 @@ class LocalProvider(Provider):
 
     async def _decode(self, run: _Run, request: dict[str, Any]) -> AsyncGenerator[str, None]:
         """Yield the raw text deltas of one request as the worker thread decodes them."""
-        future = run.loop.run_in_executor(self.engine.executor, self.engine.generate, request, run.on_chunk)
+        queued = time.perf_counter()
+        started: list[float] = []
+
+        def generate() -> None:
+            started.append(time.perf_counter())  # the engine's slot is free: the wait in its queue ends
+            self.engine.generate(request, run.on_chunk)
+
+        future = run.loop.run_in_executor(self.engine.executor, generate)
         future.add_done_callback(lambda _: run.deltas.put_nowait(None))
         try:
             while (delta := await run.deltas.get()) is not None:
@@ -142,6 +163,7 @@ class LocalProvider(Provider):
             # The consumer stopped early (closed, cancelled or failed): stop decoding for nobody.
             run.stop.set()
             future.cancel()
+            waited((started[0] if started else time.perf_counter()) - queued)  # queue_ms, not latency
         if run.error is not None:
             raise self._error(run.error)
 
@@ -203,23 +225,95 @@ class LocalProvider(Provider):
                 yield rest
             yield self._completion(run, "".join(parts), [], run.final_usage(), guard)
             return
-        usage = Usage()
+        async with aclosing(self._constrained(loop, request, messages, tools or [], output)) as events:
+            async for event in events:
+                yield event
+
+    async def _constrained(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        request: dict[str, Any],
+        messages: list[Message],
+        tools: list[ToolSpec],
+        output: OutputSpec | None,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """A reply under the JSON protocol, decoded again while it copies the instructions or repeats a call.
+
+        Once the turn's tool results are in, a text answer is asked for alone, without the
+        instructions: shown them, the model copied the example answer or called again (2 of 6
+        answers used the result; 5 of 6 without them). A reply that copied a placeholder is
+        decoded again with a grammar whose strings cannot hold one; one that copied an example
+        value, repeated a call or still copies is asked for as an answer alone.
+        """
         answer_only = ANSWER_SCHEMA if output is None else reply_schema([], output)
-        for schema in (reply_schema(tools or [], output), answer_only):
+        plain_chat = chat_messages(messages, None, output)
+        if output is None and messages and messages[-1]["role"] == "tool":
+            schema, request["messages"], examples = answer_only, plain_chat, set()
+        else:
+            schema, examples = reply_schema(tools, output), example_strings(tools)
+        said, usage = user_text(messages), Usage()
+        for attempt in range(ATTEMPTS):
             request["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
             run, reply = _Run(loop), AnswerStream() if output is None else JsonAnswerStream()
-            # Structured answers are JSON, which the guard's sentences do not describe.
+            # Structured answers are JSON, which the guards' sentences and placeholders do not describe.
             guard = LoopGuard(self.loop_guard and output is None)
+            copies = PlaceholderGuard({EXAMPLE_ANSWER} if examples else set(), enabled=output is None)
             async with aclosing(self._decode(run, request)) as deltas:
                 async for delta in deltas:
-                    piece = reply.feed(delta)
+                    piece = copies.feed(reply.feed(delta))
+                    if copies.cut:
+                        run.stop.set()
                     if piece and (shown := self._guarded(guard, run, piece)):
                         yield shown
+            piece = copies.finish()
+            if piece and (shown := self._guarded(guard, run, piece)):
+                yield shown
             if rest := guard.flush():
                 yield rest
             usage += run.final_usage()
             text, tool_calls = parse_reply(reply)
-            # A small model tends to call again for a result it already has: make it answer.
-            if not (tool_calls and repeats_a_call(tool_calls[0], messages)):
+            problem = self._problem(text, tool_calls, copies, messages, examples, said, output)
+            if problem is None:
                 break
+            if problem == "placeholder" and attempt == 0:
+                schema = forbid_placeholders(schema)  # the same prompt; its grammar now forbids the copy
+            else:
+                schema, request["messages"], examples = forbid_placeholders(answer_only), plain_chat, set()
+        else:
+            raise ProviderError(
+                "the embedded model copied its instructions' placeholders instead of answering; "
+                "try again in other words, or use a larger model",
+                provider="local",
+            )
+        if copies.cut and not tool_calls:
+            text = copies.text
         yield self._completion(run, text, tool_calls, usage, guard)
+
+    @staticmethod
+    def _problem(
+        text: str,
+        tool_calls: list[ToolCall],
+        copies: PlaceholderGuard,
+        messages: list[Message],
+        examples: set[str],
+        said: str,
+        output: OutputSpec | None,
+    ) -> str | None:
+        """Why a reply must be decoded again: "placeholder", "copy" (of an example), "repeat" (a call); or None."""
+        if tool_calls:
+            arguments = tool_calls[0]["arguments"]
+            if isinstance(arguments, dict | list) and copied_value(arguments, set(), said) is not None:
+                return "placeholder"
+            if isinstance(arguments, dict | list) and copied_value(arguments, examples, said) is not None:
+                return "copy"
+            # A small model tends to call again for a result it already has: make it answer.
+            return "repeat" if repeats_a_call(tool_calls[0], messages) else None
+        if copies.copied:
+            return "placeholder"
+        if output is not None:
+            try:
+                answer = json.loads(text)
+            except ValueError:
+                return None  # cut off: validation above the provider reports it
+            return "placeholder" if copied_value(answer, set(), said) is not None else None
+        return None
