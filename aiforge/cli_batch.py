@@ -12,7 +12,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
+
+from aiforge.cli_batch_files import auto_checkpoint, check_target, discard, rescue
+from aiforge.core.types import AIForgeError
+
+if TYPE_CHECKING:
+    from aiforge.modules.batch.runner import BatchInterrupted
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 _JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,
@@ -50,33 +56,106 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> None:
-    """Read the input, run the batch through the accessor, write the result."""
+    """Check every flag and the output, read the input, run the batch through the accessor, write the result.
+
+    Nothing is asked before the output's writer and folder are known to work. Without ``--checkpoint`` the
+    command checkpoints automatically (``cli_batch_files``), so after Ctrl-C the same command runs only the
+    rest; if writing the result fails, the answers are rescued to a JSONL file.
+    """
+    from aiforge.modules.batch.runner import BatchInterrupted
+
     if args.concurrency < 1:
         raise BatchUsageError("--concurrency must be >= 1")
+    target = Path(args.output) if args.output else None
+    if target is not None:
+        _check_output(target)
     frame = read_table(Path(args.input))
     if frame.empty:
         raise BatchUsageError(f"{args.input} has no rows")
+    schema = _load_schema(Path(args.schema)) if args.schema else None
+    checkpoint, automatic = _checkpoint(args, schema)
     options: dict[str, Any] = {"concurrency": args.concurrency, **_agent_settings(args)}
-    for flag in ("checkpoint", "cache", "max_cost"):
+    for flag in ("cache", "max_cost"):
         if getattr(args, flag) is not None:
             options[flag] = getattr(args, flag)
-    if args.restart:
+    if checkpoint is not None:
+        options["checkpoint"] = checkpoint
+    # An automatic checkpoint of another batch (the input file changed) is started over, never refused.
+    if args.restart or automatic:
         options["restart"] = True
-    if args.labels is not None:
-        labels = [label.strip() for label in args.labels.split(",") if label.strip()]
-        new = frame.aiforge.classify(args.prompt, labels, **options).to_frame()
-    else:
-        output = model_from_schema(_load_schema(Path(args.schema))) if args.schema else None
-        new = frame.aiforge.map(args.prompt, output=output, **options)
+    try:
+        if args.labels is not None:
+            labels = [label.strip() for label in args.labels.split(",") if label.strip()]
+            new = frame.aiforge.classify(args.prompt, labels, **options).to_frame()
+        else:
+            output = model_from_schema(schema) if schema is not None else None
+            new = frame.aiforge.map(args.prompt, output=output, **options)
+    except BatchInterrupted as stop:
+        raise BatchInterrupted(_interrupted(stop, checkpoint), finished=stop.finished, total=stop.total) from None
     batch = new.attrs["aiforge"]
     result = frame.join(new.rename(columns={c: f"{c}_answer" for c in new.columns if c in frame.columns}))
     if batch.failed:
         result["error"] = batch.to_dataframe()["error"]
-    write_table(result, Path(args.output) if args.output else None, out)
+    _write(result, target, out)
+    if automatic and checkpoint is not None:
+        discard(checkpoint)
     print(
         f"aiforge: {len(frame) - len(batch.failed)} of {len(frame)} rows answered, ${batch.total_cost:.4f}",
         file=sys.stderr,
     )
+
+
+class BatchWriteError(AIForgeError):
+    """The result could not be written to ``-o``; the message says where the answers were rescued to."""
+
+
+def _check_output(target: Path) -> None:
+    """``BatchUsageError`` unless ``target``'s format has its writer and its folder takes the file."""
+    if _format_of(target) == "parquet":
+        try:
+            _require_pyarrow()
+        except BatchUsageError as exc:
+            raise BatchUsageError(f"-o {target}: {exc} (or write .csv or .jsonl)") from None
+    try:
+        check_target(target)
+    except OSError as exc:
+        raise BatchUsageError(f"-o {target}: {exc}") from None
+
+
+def _checkpoint(args: argparse.Namespace, schema: dict[str, Any] | None) -> tuple[Path | None, bool]:
+    """The checkpoint file and whether it is the automatic one (``--checkpoint`` wins)."""
+    if args.checkpoint is not None:
+        return Path(args.checkpoint), False
+    path = auto_checkpoint(args, schema)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return path, path is not None
+
+
+def _interrupted(stop: BatchInterrupted, checkpoint: Path | None) -> str:
+    rest = stop.total - stop.finished
+    if checkpoint is None:
+        return (
+            f"batch interrupted: {stop.finished} of {stop.total} rows finished but are not kept (the STORE setting "
+            "is off); pass --checkpoint FILE so that the same command again runs only the unfinished rows."
+        )
+    return (
+        f"batch interrupted: {stop.finished} of {stop.total} rows finished and are kept in {checkpoint}; run the "
+        f"same command again to run only the other {rest}."
+    )
+
+
+def _write(result: Any, target: Path | None, out: TextIO) -> None:
+    try:
+        write_table(result, target, out)
+    except (OSError, ValueError, ImportError) as exc:
+        if target is None:
+            raise
+        where = rescue(result, target)
+        raise BatchWriteError(
+            f"could not write {target} ({type(exc).__name__}: {exc}); the {len(result)} rows with their answers "
+            f"are in {where}"
+        ) from None
 
 
 def _agent_settings(args: argparse.Namespace) -> dict[str, Any]:

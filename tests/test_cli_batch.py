@@ -133,3 +133,126 @@ def test_batch_cache_file_answers_a_rerun_without_asking(sentiment_provider: lis
     second = run(*argv)
 
     assert first == second and first[0] == 0 and len(sentiment_provider) == 60
+
+
+# -- the output is checked before the first request; answers survive a failed write (issue 22 item 7) -------
+
+
+@pytest.fixture
+def counted(tmp_path) -> list[str]:
+    """A registered provider "counted" answering "ok <row>" and recording each prompt it answers."""
+    from aiforge import register_provider
+
+    asked: list[str] = []
+
+    def answer(messages: list[dict[str, str]], **params: object) -> str:
+        asked.append(messages[-1]["content"])
+        return f"ok {messages[-1]['content']}"
+
+    register_provider("counted", answer)
+    return asked
+
+
+def notes(tmp_path, rows: int = 3):
+    source = tmp_path / "notes.csv"
+    source.write_text("id,note\n" + "".join(f"{i},note {i}\n" for i in range(rows)), encoding="utf-8")
+    return source
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [
+        ("labelled.parquet", "-o labelled.parquet: Parquet files need pyarrow: pip install pyarrow (or write .csv"),
+        ("labelled.xlsx", "use a .csv, .parquet or .jsonl file (got '.xlsx')"),
+        ("no/such/folder/labelled.csv", "-o no/such/folder/labelled.csv: there is no folder"),
+        (".", "is a folder"),
+    ],
+)
+def test_an_output_that_cannot_be_written_is_refused_before_any_request(
+    counted: list[str], tmp_path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, target: str,
+    says: str,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # the README's venv: no pyarrow (import pyarrow fails)
+    if target == ".":
+        target = str(tmp_path / "out.csv")
+        (tmp_path / "out.csv").mkdir()
+
+    code, _ = run("batch", str(notes(tmp_path)), "--prompt", "{note}", "-p", "counted", "-o", target)
+
+    err = capsys.readouterr().err
+    assert code == 2 and says in err and err.count("\n") == 1
+    assert counted == []  # nothing asked, nothing paid
+
+
+def test_when_writing_fails_after_the_batch_the_answers_are_rescued_and_the_line_says_where(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aiforge import register_provider
+
+    target = tmp_path / "labelled.csv"
+    asked: list[str] = []
+
+    def answer(messages: list[dict[str, str]], **params: object) -> str:
+        target.mkdir(exist_ok=True)  # the target becomes a folder after the check: the write fails
+        asked.append(messages[-1]["content"])
+        return f"ok {messages[-1]['content']}"
+
+    register_provider("blocking", answer)
+
+    code, _ = run("batch", str(notes(tmp_path)), "--prompt", "{note}", "-p", "blocking", "-o", str(target))
+
+    err = capsys.readouterr().err
+    rescued = tmp_path / "labelled.rescued.jsonl"
+    assert code == 1 and err.count("\n") == 1
+    assert f"could not write {target}" in err and f"the 3 rows with their answers are in {rescued}" in err
+    rows = [json.loads(line) for line in rescued.read_text(encoding="utf-8").splitlines()]
+    assert [(row["id"], row["response"]) for row in rows] == [(i, f"ok note {i}") for i in range(3)]
+    assert len(asked) == 3
+
+
+# -- Ctrl-C, then the same command: only the rest is asked (issue 22 item 1) --------------------------------
+
+INTERRUPTED_COMMAND = """
+import os, sys
+from aiforge import register_provider
+from aiforge.cli import main
+
+def answer(messages, **params):
+    stop_after = int(os.environ.get("STOP_AFTER", "0"))
+    with open(sys.argv[1], "a+", encoding="utf-8") as log:
+        log.seek(0)
+        if stop_after and len(log.read().splitlines()) >= stop_after:
+            raise KeyboardInterrupt  # Ctrl-C while this row is asked: it is never answered
+        log.write(messages[-1]["content"] + "\\n")
+    return "ok " + messages[-1]["content"]
+
+register_provider("counted", answer)
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_ctrl_c_then_the_same_command_in_a_new_process_asks_only_the_rest(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    answered = tmp_path / "answered.txt"
+    target = tmp_path / "out.csv"
+    argv = [str(answered), "batch", str(notes(tmp_path, 20)), "--prompt", "{note}", "-p", "counted", "-c", "1",
+            "-o", str(target)]
+    command = [sys.executable, "-c", INTERRUPTED_COMMAND, *argv]
+
+    first = subprocess.run(command, env={**os.environ, "STOP_AFTER": "6"}, capture_output=True, text=True)
+    second = subprocess.run(command, capture_output=True, text=True)
+
+    assert first.returncode == 130, first.stderr
+    kept = first.stderr.strip().split("kept in ", 1)[1].split(";")[0]
+    assert "batch interrupted: 6 of 20 rows finished and are kept in " in first.stderr
+    assert "run the same command again to run only the other 14." in first.stderr
+    assert second.returncode == 0, second.stderr
+    assert answered.read_text(encoding="utf-8").splitlines() == [f"note {i}" for i in range(20)]  # each once
+    lines = target.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "id,note,response" and lines[1:] == [f"{i},note {i},ok note {i}" for i in range(20)]
+    assert not os.path.exists(kept)  # the automatic checkpoint is removed once the result is written
