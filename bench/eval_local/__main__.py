@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 
-from bench.eval_local.runner import CONFIGS, evaluate, table
-
 parser = argparse.ArgumentParser(prog="python -m bench.eval_local", description=__doc__)
 parser.add_argument("--quick", action="store_true", help="two items per category")
-parser.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated, of: {'; '.join(CONFIGS)}")
+parser.add_argument("--gate", action="store_true", help="only the tool gate, without the model (instant)")
+parser.add_argument("--configs", default=None, help="comma-separated configurations (default: all)")
 args = parser.parse_args()
-names = [name.strip() for name in args.configs.split(",") if name.strip()]
-print(table({name: evaluate(name, quick=args.quick) for name in names}))
+if args.gate:
+    from bench.eval_local.gate import report, score_gate
+
+    print(report(score_gate()))
+else:
+    from bench.eval_local.runner import CONFIGS, evaluate, table
+
+    names = [name.strip() for name in (args.configs or ",".join(CONFIGS)).split(",") if name.strip()]
+    print(table({name: evaluate(name, quick=args.quick) for name in names}))

@@ -1,9 +1,10 @@
-"""The labelled set: 80 prompts in ten categories, each with what a right answer contains.
+"""The labelled set: 103 prompts in eleven categories, each with what a right answer contains.
 
 ``expect`` is a regular expression searched in the reply (case-insensitive); None for long answers,
 which are right when they are long (``LONG_CHARS``) and did not loop. ``tool`` items run with the
 built-in tools offered and are right when the calculator was called and the answer is in the reply;
-``no_tool`` items run with the same tools and are right when no tool was called and the answer is there.
+``no_tool`` and ``chit_chat`` items run with the same tools and are right when no tool was called and
+the answer is there (for chit-chat, any reply). ``GATE_TOOL_ITEMS`` are for the tool gate alone (``gate.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,52 @@ class Item:
 def _items(category: str, pairs: list[tuple[str, str | None]]) -> list[Item]:
     return [Item(category, prompt, expect) for prompt, expect in pairs]
 
+
+CHIT_CHAT: list[str] = [
+    "Write a short poem about the sea, six lines.",
+    "Tell me a short joke.",
+    "Write a haiku about autumn leaves.",
+    "Tell me a joke about cats.",
+    "Write a short story about a brave mouse.",
+    "Hi there! How are you doing today?",
+    "Good evening! What's up?",
+    "Thanks, that was really helpful!",
+    "Can you write a limerick about a frog?",
+    "Compose a short song about summer.",
+    "What's your favourite colour?",
+    "Tell me something fun.",
+    "I'm feeling a bit bored today.",
+    "Write a short poem about time.",
+    "Tell me a bedtime story about a dragon.",
+    "Say something nice to cheer me up.",
+    "Write a short love letter to the moon.",
+    "Nice to meet you! What should I call you?",
+    "Make up a riddle for me.",
+    "Write a funny short dialogue between a cat and a dog.",
+    "Good night, talk to you tomorrow!",
+    "Write a poem about the power of numbers.",
+    "Tell me a story about people who travel to faraway places.",
+    "What do you like to do for fun?",
+    "Give me a short motivational quote.",
+]
+"""Chit-chat and creative requests: no tool helps with them (issue 22: "Write a short poem about the sea,
+six lines." and "Tell me a short joke." called ``research``, whose description says "short")."""
+
+GATE_TOOL_ITEMS: list[tuple[str, str]] = [
+    ("Convert 10 km to miles.", "unit_converter"),
+    ("How many pounds is 3 kg?", "unit_converter"),
+    ("What is 30 °C in fahrenheit?", "unit_converter"),
+    ("What time is it in Tokyo?", "current_time"),
+    ("Hi! What is today's date?", "current_time"),
+    ("Look up Ada Lovelace on Wikipedia.", "research"),
+    ("Research the history of the Eiffel Tower.", "research"),
+    ("Give me a short summary of the theory of relativity.", "research"),
+    ("What is the square root of 2?", "calculator"),
+    ("Use the calculator to add 17 and 25.", "calculator"),
+]
+"""Requests for the other built-in tools, for the gate's recall beside the calculator items. The
+relativity summary is the borderline case: a factual summary of a topic is what ``research`` is for,
+so the gate should offer it (the model may still answer from memory)."""
 
 ITEMS: list[Item] = [
     *_items("arithmetic", [
@@ -121,6 +168,7 @@ ITEMS: list[Item] = [
         ("What is 9999 - 1234 * 3?", r"6,?297"),
         ("How much is 45.5 * 12?", r"546"),
     ]),
+    *_items("chit_chat", [(prompt, r"\w") for prompt in CHIT_CHAT]),
     *_items("no_tool", [
         ("Hi! What is the capital of Italy?", r"rome"),
         ("Hello! What is the capital of France?", r"paris"),

@@ -78,7 +78,7 @@ def score(item: Item, response: Any) -> bool:
     found = re.search(item.expect, text, re.IGNORECASE) is not None
     if item.category == "tool":
         return found and "calculator" in called
-    if item.category == "no_tool":
+    if item.category in ("no_tool", "chit_chat"):
         return found and not called
     return found
 
@@ -92,7 +92,7 @@ def evaluate(config: str, quick: bool = False) -> Scores:
         seen[item.category] += 1
         if quick and seen[item.category] > 2:
             continue
-        uses_tools = item.category in ("tool", "no_tool")
+        uses_tools = item.category in ("tool", "no_tool", "chit_chat")
         started = time.perf_counter()
         response = (tooled if uses_tools else plain).chat(item.prompt)
         scores.seconds += time.perf_counter() - started
