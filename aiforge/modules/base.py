@@ -21,7 +21,7 @@ from aiforge.core.output import OutputSpec
 from aiforge.core.settings import AIForgeSettings, load_settings
 from aiforge.core.templates import RowTemplate, batch_prompts
 from aiforge.modules.batch.embedded import warn_if_embedded
-from aiforge.modules.batch.estimate import BatchEstimate, ItemPricer, item_pricer
+from aiforge.modules.batch.estimate import BatchEstimate, ItemPricer, estimate_of, item_pricer
 from aiforge.modules.batch.results import BatchFailure, BatchItem, BatchResult, MissingValueError
 from aiforge.modules.batch.runner import BatchRun, KeptBatch, forget, interrupted, keep, kept
 from aiforge.modules.jobs.submit import SubmitsBatchJobs
@@ -245,7 +245,7 @@ class BaseModule(SubmitsBatchJobs, ABC):
         done = self._finished(batch, checkpoint, item_type, spec, restart=options["restart"])
         errors: dict[int, BaseException] = {i: MissingValueError(why) for i, why in prompts.missing.items()}
         if options["estimate"]:
-            return _estimate(self._pricer(spec), inputs, done, errors)
+            return estimate_of(self._pricer(spec), inputs, done, errors)
         pricer = self._pricer(spec) if max_cost is not None else None
         progress = _progress_bar(len(inputs)) if _progress_enabled(self.settings) and inputs else None
         if progress is not None and (errors or done):
@@ -332,22 +332,6 @@ class BaseModule(SubmitsBatchJobs, ABC):
             free=self.provider.free,
             prices=self.settings.PRICES,
         )
-
-
-def _estimate(pricer: ItemPricer, inputs: list[str], done: dict[int, Any], errors: dict[int, Any]) -> BatchEstimate:
-    todo = [text for i, text in enumerate(inputs) if i not in done and i not in errors]
-    costs = [pricer.cost(text) for text in todo]
-    return BatchEstimate(
-        items=len(inputs),
-        to_run=len(todo),
-        input_tokens=sum(pricer.input_tokens(text) for text in todo),
-        output_tokens=len(todo) * pricer.output_tokens,
-        output_tokens_each=pricer.output_tokens,
-        cost=None if None in costs else sum(c for c in costs if c is not None),
-        model=pricer.model,
-        counting=pricer.counting,
-        finished=len(done),
-    )
 
 
 def _progress_bar(total: int) -> Any:

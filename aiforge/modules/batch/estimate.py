@@ -103,6 +103,23 @@ def item_pricer(
     return ItemPricer(model, fixed, max_tokens or DEFAULT_OUTPUT_TOKENS, count, counting, price, free)
 
 
+def estimate_of(pricer: ItemPricer, inputs: list[str], done: dict[int, Any], errors: dict[int, Any]) -> BatchEstimate:
+    """The ``BatchEstimate`` of running ``inputs`` but those ``done`` or failed already (``errors``)."""
+    todo = [text for i, text in enumerate(inputs) if i not in done and i not in errors]
+    costs = [pricer.cost(text) for text in todo]
+    return BatchEstimate(
+        items=len(inputs),
+        to_run=len(todo),
+        input_tokens=sum(pricer.input_tokens(text) for text in todo),
+        output_tokens=len(todo) * pricer.output_tokens,
+        output_tokens_each=pricer.output_tokens,
+        cost=None if None in costs else sum(c for c in costs if c is not None),
+        model=pricer.model,
+        counting=pricer.counting,
+        finished=len(done),
+    )
+
+
 def _counter(model: str) -> tuple[Callable[[str], int], str]:
     encoding = _tiktoken_encoding(model)
     if encoding is None:
