@@ -16,6 +16,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import ClassVar
 
+from aiforge.core.aio import closing_iterator
 from aiforge.core.output import OutputSpec
 from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, new_tool_call
 from aiforge.providers.base import Provider, StreamEvent
@@ -46,9 +47,25 @@ def describe_tools(tools: list[ToolSpec]) -> str:
     return "\n".join(lines)
 
 
+def worked_examples(tools: list[ToolSpec]) -> str:
+    """One example call per tool with real values: small models copy ``<tool name>`` and the like as is."""
+    # Imported here: the local package is needed only once a prompted agent has tools.
+    from aiforge.providers.local.placeholders import example_arguments
+
+    return "\n".join(
+        f"For example: {json.dumps({'tool': tool['name'], 'input': example_arguments(tool)}, ensure_ascii=False)}"
+        for tool in tools
+    )
+
+
+def tool_use_system(tools: list[ToolSpec]) -> str:
+    """TOOL_USE_SYSTEM for ``tools``, with a worked example of each call."""
+    return f"{TOOL_USE_SYSTEM.format(tool_list=describe_tools(tools))}\n{worked_examples(tools)}"
+
+
 def with_tool_instructions(prompt: str, tools: list[ToolSpec]) -> str:
     """``prompt`` followed by the instructions to call ``tools`` with JSON."""
-    return f"{prompt}\n\n{TOOL_USE_SYSTEM.format(tool_list=describe_tools(tools))}"
+    return f"{prompt}\n\n{tool_use_system(tools)}"
 
 
 def parse_prompted_tool_calls(text: str) -> list[ToolCall]:
@@ -73,7 +90,7 @@ def prompt_instructions(tools: list[ToolSpec] | None, output: OutputSpec | None)
     """What the system prompt gains: the tool protocol and/or the structured answer's schema."""
     parts = []
     if tools:
-        text = TOOL_USE_SYSTEM.format(tool_list=describe_tools(tools))
+        text = tool_use_system(tools)
         parts.append(text.replace(_PLAIN_ANSWER, _STRUCTURED_ANSWER) if output is not None else text)
     if output is not None:
         parts.append(output.instructions())
@@ -170,44 +187,47 @@ class PromptedTools(Provider):
     ) -> AsyncIterator[StreamEvent]:
         output = params.output
         if not tools and output is None:
-            async for event in self.inner.stream(messages, None, params):
-                yield event
+            async with closing_iterator(self.inner.stream(messages, None, params)) as events:
+                async for event in events:
+                    yield event
             return
-        events = self.inner.stream(to_prompted_messages(messages, tools, output), None, params)
-        if not tools:
-            stripper = _FenceStripper()
+        prompted = self.inner.stream(to_prompted_messages(messages, tools, output), None, params)
+        # Closed here, not by the garbage collector: a return on the Completion leaves it suspended.
+        async with closing_iterator(prompted) as events:
+            if not tools:
+                stripper = _FenceStripper()
+                async for event in events:
+                    if isinstance(event, Completion):
+                        completion = _final(event, None, output)
+                        if rest := stripper.finish(completion.text):
+                            yield rest
+                        yield completion
+                        return
+                    if piece := stripper.feed(event):
+                        yield piece
+                return
+            # A tool call arrives as JSON text: hold back an answer that starts like JSON until it
+            # is complete, so no protocol text reaches the user. A structured answer is held whole:
+            # until it ends, it cannot be told from a tool call.
+            hold = True
+            held: list[str] = []
             async for event in events:
                 if isinstance(event, Completion):
-                    completion = _final(event, None, output)
-                    if rest := stripper.finish(completion.text):
-                        yield rest
+                    completion = _final(event, tools, output)
+                    shown = "".join(held) if output is None else completion.text
+                    if held and shown and not completion.tool_calls:
+                        yield shown
                     yield completion
                     return
-                if piece := stripper.feed(event):
-                    yield piece
-            return
-        # A tool call arrives as JSON text: hold back an answer that starts like JSON until it
-        # is complete, so no protocol text reaches the user. A structured answer is held whole:
-        # until it ends, it cannot be told from a tool call.
-        hold = True
-        held: list[str] = []
-        async for event in events:
-            if isinstance(event, Completion):
-                completion = _final(event, tools, output)
-                shown = "".join(held) if output is None else completion.text
-                if held and shown and not completion.tool_calls:
-                    yield shown
-                yield completion
-                return
-            if not hold:
-                yield event
-                continue
-            held.append(event)
-            head = "".join(held).lstrip()
-            if output is None and head and not head.startswith(("{", "[", "`")):
-                hold = False
-                yield "".join(held)
-                held.clear()
+                if not hold:
+                    yield event
+                    continue
+                held.append(event)
+                head = "".join(held).lstrip()
+                if output is None and head and not head.startswith(("{", "[", "`")):
+                    hold = False
+                    yield "".join(held)
+                    held.clear()
 
     async def aclose(self) -> None:
         await self.inner.aclose()

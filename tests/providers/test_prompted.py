@@ -241,3 +241,22 @@ def test_a_chat_agent_wraps_a_function_provider_without_tools_so_output_works() 
     assert response.output == Review(sentiment="pos", rating=5)
     assert response.message == '{"sentiment": "pos", "rating": 5}'
     assert received[0][0]["content"].endswith(OutputSpec.of(Review).instructions())
+
+
+def test_the_instructions_show_each_call_with_real_values() -> None:
+    # Issue 22: a small model copied the instructions' placeholders into its reply as they were.
+    inner = ScriptedProvider(["42"])
+    order_status = {
+        "name": "order_status",
+        "description": "Look up the shipping status of an order.",
+        "parameters": {
+            "type": "object",
+            "properties": {"order_id": {"type": "string", "description": "The order's id, like A-1001."}},
+        },
+    }
+
+    asyncio.run(PromptedTools(inner).complete(CONTEXT, [CALC, order_status], PARAMS))
+
+    system = inner.calls[0].messages[0]["content"]
+    assert 'For example: {"tool": "order_status", "input": {"order_id": "A-1001"}}' in system
+    assert 'For example: {"tool": "calculator", "input": {"expression": "example"}}' in system
