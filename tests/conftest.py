@@ -13,6 +13,7 @@ from tests.support.isolation import isolate_home
 ISOLATED_HOME = isolate_home()
 """The run's private HOME, XDG folders and store, set before any test imports aiforge (tests/support/isolation.py)."""
 
+pytest_plugins = ["tests.strict_asyncio"]  # dropped async work fails the test
 _PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 UNREACHABLE = "http://127.0.0.1:9"
 """The discard port: a test that forgets its base URL fails fast instead of reaching a real API."""

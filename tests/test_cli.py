@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from aiforge.cli import main
+from tests.support.llm_server import LLMServer
 
 
 def run(*argv: str) -> tuple[int, str]:
@@ -93,3 +95,23 @@ def test_an_invalid_flag_value_names_the_flag(capsys: pytest.CaptureFixture[str]
     err = capsys.readouterr().err
     assert code == 2
     assert err == "aiforge: error: argument --temperature: Input should be less than or equal to 2\n"
+
+
+# --- a real provider over HTTP ---
+
+
+def test_chat_on_a_local_server_leaves_no_task_behind() -> None:
+    # The turn returned on the stream's final Completion without closing the provider's stream: its
+    # generator was finalised as the process exited, and stderr said "Task was destroyed but it is pending!".
+    with LLMServer() as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "aiforge", "chat", "-p", "llamacpp", "hello there"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "AIFORGE_LLAMACPP_BASE_URL": server.openai_base_url},
+        )
+        assert server.request_count == 1 and server.requests[0].stream
+
+    assert (done.returncode, done.stdout) == (0, "echo: hello there\n")
+    assert done.stderr == ""

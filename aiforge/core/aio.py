@@ -11,11 +11,14 @@ concurrent.futures the interrupt happened to land in). No nest_asyncio.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import sys
 import threading
-from collections.abc import AsyncIterable, Coroutine, Generator
-from typing import Any, TypeVar, cast
+import weakref
+from collections.abc import AsyncIterable, AsyncIterator, Coroutine, Generator
+from types import TracebackType
+from typing import Any, Generic, TypeVar, cast
 
 from aiforge.core.types import Interrupted
 
@@ -28,12 +31,49 @@ _background_loop: asyncio.AbstractEventLoop | None = None
 _background_lock = threading.Lock()
 
 
+_private_loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+_SETTLE_PASSES = 100
+"""Loop iterations an exiting program gives queued work: each layer of a finalised generator chain takes a few."""
+
+
 def _private_loop() -> asyncio.AbstractEventLoop:
     loop: asyncio.AbstractEventLoop | None = getattr(_thread_state, "loop", None)
     if loop is None or loop.is_closed():
         loop = asyncio.new_event_loop()
         _thread_state.loop = loop
+        if not _private_loops:
+            atexit.register(_finish_private_loops)
+        _private_loops.add(loop)
     return loop
+
+
+def _finish_private_loops() -> None:
+    """At exit, end each private loop as ``asyncio.run`` ends its own: queued work done, generators closed.
+
+    The SDKs' stream readers (httpx, the SSE decoders) stop their inner generators without closing them;
+    the loop closes those when the garbage collector hands them over, as tasks. The last call of a script
+    returns before such a task has run, and Python then drops it: "Task was destroyed but it is pending!".
+    """
+    for loop in list(_private_loops):
+        if loop.is_closed() or loop.is_running():
+            continue
+        try:
+            idle = 0
+            for _ in range(_SETTLE_PASSES):
+                _drain(loop)  # runs queued callbacks: a finaliser's create_task, a closing step
+                # A closer that ends frees the next generator of its chain, whose closer is queued next.
+                idle = 0 if asyncio.all_tasks(loop) else idle + 1
+                if idle == 3:
+                    break
+            pending = asyncio.all_tasks(loop)
+            for task in pending:  # work of the user's own left running: cancelled, as asyncio.run does
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        except Exception:  # noqa: BLE001, S110 - exiting: nothing is left to report to
+            pass
+        finally:
+            loop.close()
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
@@ -143,6 +183,29 @@ def _interrupted() -> Interrupted:
     if isinstance(current, Interrupted):
         return current
     return Interrupted(INTERRUPTED)
+
+
+class closing_iterator(Generic[T]):  # noqa: N801 - used like contextlib.aclosing, whose name it echoes
+    """``async with closing_iterator(source) as items``: ``source``'s iterator, closed however the block ends.
+
+    A loop that stops early (``return`` on a stream's final item, ``break``, an exception) leaves an async
+    generator suspended; the garbage collector then hands its ``aclose`` to the loop as a task, which the
+    loop may never run ("Task was destroyed but it is pending!" when the process exits). Unlike
+    ``contextlib.aclosing`` it takes any async iterable: one without ``aclose`` has nothing to close.
+    """
+
+    def __init__(self, source: AsyncIterable[T]) -> None:
+        self._iterator: AsyncIterator[T] = aiter(source)
+
+    async def __aenter__(self) -> AsyncIterator[T]:
+        return self._iterator
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        aclose = getattr(self._iterator, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 def iterate_sync(source: AsyncIterable[T]) -> Generator[T, None, None]:

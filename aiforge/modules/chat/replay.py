@@ -10,6 +10,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+from aiforge.core.aio import closing_iterator
 from aiforge.core.types import CallParams, Completion, ConfigError, Message, ToolSpec
 from aiforge.providers.base import Provider, StreamEvent
 from aiforge.store.cassettes import Cassette, cassette_at, completion_of, request_of
@@ -69,12 +70,14 @@ class CassetteProvider(Provider):
             yield completion
             return
         chunks: list[str] = []
-        async for event in self.inner.stream(messages, tools, params):  # type: ignore[union-attr]
-            if isinstance(event, Completion):
-                self.cassette.append(request, chunks, event, rewrite=self.mode == "record")
-            else:
-                chunks.append(event)
-            yield event
+        # Closed here, not by the garbage collector, when the consumer stops at the Completion.
+        async with closing_iterator(self.inner.stream(messages, tools, params)) as events:  # type: ignore[union-attr]
+            async for event in events:
+                if isinstance(event, Completion):
+                    self.cassette.append(request, chunks, event, rewrite=self.mode == "record")
+                else:
+                    chunks.append(event)
+                yield event
 
     async def aclose(self) -> None:
         if self.inner is not None:

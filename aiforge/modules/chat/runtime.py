@@ -10,6 +10,7 @@ from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from aiforge.core.aio import closing_iterator
 from aiforge.core.costs import CostTracker
 from aiforge.core.types import CallParams, Completion, Message
 from aiforge.modules.chat.tool_runner import ToolInterrupted, Toolset
@@ -76,13 +77,15 @@ class Turn:
 
     async def _stream(self, messages: list[Message], params: CallParams) -> Completion:
         runtime = self.runtime
-        async for event in runtime.provider.stream(messages, runtime.toolset.specs, params):
-            if isinstance(event, Completion):
-                return event
-            self.emit_text(event)
-            # Let the consumer take this chunk now: when the whole response arrived in one
-            # read, the provider would otherwise parse every chunk before the first is seen.
-            await asyncio.sleep(0)
+        # Closed on return: the final Completion is the stream's last item, not its end.
+        async with closing_iterator(runtime.provider.stream(messages, runtime.toolset.specs, params)) as events:
+            async for event in events:
+                if isinstance(event, Completion):
+                    return event
+                self.emit_text(event)
+                # Let the consumer take this chunk now: when the whole response arrived in one
+                # read, the provider would otherwise parse every chunk before the first is seen.
+                await asyncio.sleep(0)
         raise RuntimeError(f"provider {runtime.provider_name!r} ended a stream without a Completion")
 
     def emit_text(self, text: str, *, new_step: bool = False) -> None:
