@@ -89,9 +89,11 @@ def _logs(args: argparse.Namespace, out: TextIO) -> int:
             continue
         when = datetime.fromtimestamp(row["time"]).strftime("%Y-%m-%d %H:%M:%S")
         where = f" · session {row['session']}" if row["session"] else ""
+        queued = f" · {row['queue_ms']:.0f} ms queued" if row["queue_ms"] >= 1 else ""
         out.write(
             f"{when} · {row['provider']} · {row['model']}{where} · {row['input_tokens']}+{row['output_tokens']} "
-            f"tokens · ${row['cost']:.6f} · {row['latency_ms']:.0f} ms\n  > {row['prompt']}\n  < {row['reply']}\n"
+            f"tokens · ${row['cost']:.6f} · {row['latency_ms']:.0f} ms{queued}\n  > {row['prompt']}\n"
+            f"  < {row['reply']}\n"
         )
     return 0
 

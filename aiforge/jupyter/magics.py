@@ -257,7 +257,10 @@ class ChatMagics(Magics):
 
         line, search = split_search(line)
         args = _parse(self.chat_log, line)
-        shown = ["time", "session", "model", "prompt", "reply", "input_tokens", "output_tokens", "cost", "latency_ms"]
+        shown = [
+            "time", "session", "model", "prompt", "reply", "input_tokens", "output_tokens", "cost", "latency_ms",
+            "queue_ms",
+        ]
         return log_view(logs(args.session, search=search, limit=args.n)[shown])
 
     # -- agents ----------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from datetime import datetime
 from typing import Any
 
 from aiforge.core.retry import parse_retry_after
+from aiforge.core.waits import waited
 
 WINDOW = 60.0
 """Seconds in the limits' "minute"; tests shrink it (with the fake server's window) to run fast."""
@@ -178,6 +179,7 @@ class Pacer:
             self._sent += 1
             wait = max(self._paused_until - now, self.requests.take(1.0, now), self.tokens.take(estimate, now))
         if wait > 0:
+            waited(wait)  # the turn's queue_ms, not its latency
             await self._sleep(wait)
         return estimate
 

@@ -53,7 +53,9 @@ def logs(
     FTS5 query when the text is a valid one (``"refund OR return"``, ``'"exact phrase"'``, ``"refu*"``); a
     search with no word in it is a ``UsageError``.
     Columns: id, time, session, conversation_id, kind (chat or batch), provider, model, prompt, reply,
-    messages_in, messages_out, tool_calls, input_tokens, output_tokens, cost, latency_ms, trace_id, trace.
+    messages_in, messages_out, tool_calls, input_tokens, output_tokens, cost, latency_ms (the turn's own time),
+    trace_id, trace, queue_ms (what it waited for its turn: a batch's free worker, the rate pacer, the local
+    model's queue).
     """
     return TurnLog(store_of(store)).frame(
         session=session, conversation_id=conversation_id, model=model, since=since, until=until, search=search,

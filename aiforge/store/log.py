@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 COLUMNS = (
     "id", "time", "session", "conversation_id", "kind", "provider", "model", "prompt", "reply", "messages_in",
     "messages_out", "tool_calls", "input_tokens", "output_tokens", "cost", "latency_ms", "trace_id", "trace",
+    "queue_ms",
 )
 _JSON_COLUMNS = ("messages_in", "messages_out", "tool_calls", "trace")
 _INSERT = f"INSERT INTO log ({', '.join(COLUMNS[1:])}) VALUES ({', '.join('?' * (len(COLUMNS) - 1))})"
@@ -66,9 +67,12 @@ class LogEntry:
     output_tokens: int
     cost: float
     latency_ms: float
+    """The turn's own time; its waits are ``queue_ms``."""
     trace_id: str
     trace: Sequence[Mapping[str, Any]]
     time: float = 0.0
+    queue_ms: float = 0.0
+    """What the turn waited for its turn: a batch's free worker, the rate pacer, the local engine's queue."""
 
 
 def _json(value: Any) -> str:
@@ -167,7 +171,7 @@ class TurnLog:
             entry.time or time.time(), entry.session, entry.conversation_id, entry.kind, entry.provider,
             entry.model, entry.prompt, entry.reply, _json(list(entry.messages_in)), _json(list(entry.messages_out)),
             _json(list(entry.tool_calls)), entry.input_tokens, entry.output_tokens, entry.cost, entry.latency_ms,
-            entry.trace_id, _json(list(entry.trace)),
+            entry.trace_id, _json(list(entry.trace)), entry.queue_ms,
         )
         self._writer.put(row)
 

@@ -90,6 +90,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             submitted REAL NOT NULL
         ) WITHOUT ROWID""",
     ),
+    (
+        # What a turn waited for its turn (a batch's free worker, the rate pacer, the local engine's queue),
+        # kept out of latency_ms. Rows logged before it have 0: their latency_ms still holds any wait.
+        "ALTER TABLE log ADD COLUMN queue_ms REAL NOT NULL DEFAULT 0",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

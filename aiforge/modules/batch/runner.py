@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiforge.core.types import Interrupted
+from aiforge.core.waits import queued
 from aiforge.modules.batch.estimate import ItemPricer
 from aiforge.modules.batch.results import BudgetExceededError
 from aiforge.store import Checkpoint
@@ -91,6 +92,7 @@ class BatchRun:
             for index in pending:
                 if not self._fits(index):
                     continue
+                queued(time.perf_counter() - started)  # waited for a free worker: queue_ms, not latency
                 try:
                     result = await self.run_item(self.inputs[index])
                 except Exception as exc:  # noqa: BLE001 - one item's failure must not lose the others

@@ -335,7 +335,9 @@ class ChatAgent(BaseModule):
             output_tokens=outcome.output_tokens + sum(r["output_tokens"] for r in summaries),
             model=outcome.model,
             trace_id=turn.trace_id,
-            latency_ms=(time.perf_counter() - started) * 1000.0,
+            # The turn's own time: waiting for the pacer or the local engine's queue is queue_ms.
+            latency_ms=(time.perf_counter() - started - turn.waits.inside_s) * 1000.0,
+            queue_ms=turn.waits.queue_ms,
             provider=self.provider_name,
             priced=turn.priced,
             stopped_by_limit=any(r.get("stopped_by_limit") for r in trace),

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 from aiforge.core.aio import closing_iterator
 from aiforge.core.costs import CostTracker
 from aiforge.core.types import CallParams, Completion, Message
+from aiforge.core.waits import Waits, start_turn
 from aiforge.modules.chat.tool_runner import ToolInterrupted, Toolset
 from aiforge.providers.base import Provider
 
@@ -59,6 +60,8 @@ class Turn:
     """Some text of this turn has reached the stream."""
     step_streamed_text: bool = False
     """Some text of the current model step has reached the stream."""
+    waits: Waits = field(default_factory=start_turn)
+    """The turn's waits (a batch's queue, the pacer, the local engine): made current when the turn starts."""
 
     async def call_model(self, messages: list[Message], node: str) -> tuple[Completion, dict[str, Any]]:
         """One model call (streamed when a sink is set), costed and traced."""

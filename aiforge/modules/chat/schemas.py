@@ -99,6 +99,10 @@ class ChatResponse(BaseModel):
     trace_id: str = ""
     """Trace id of this turn (16-char hex)."""
     latency_ms: float = 0.0
+    """The turn's own time in milliseconds: from its start to the reply, its waits (``queue_ms``) left out."""
+    queue_ms: float = 0.0
+    """Milliseconds the turn waited for its turn: a batch item for a free worker (``concurrency``), a request
+    for the rate pacer (``RPM`` / ``TPM``, a 429's pause) or for the embedded model's one decoding slot."""
     provider: str = ""
     priced: bool = True
     """False when a model of this turn is missing from the price table (cost undercounted)."""

@@ -135,6 +135,7 @@ class ChatStore:
                 output_tokens=response.output_tokens,
                 cost=response.cost,
                 latency_ms=response.latency_ms,
+                queue_ms=response.queue_ms,
                 trace_id=response.trace_id,
                 trace=response.trace,
             )
