@@ -17,13 +17,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol, TypeVar
 
 from aiforge.core.retry import RetryPolicy, call_with_retries, iterate_with_retries
-from aiforge.core.types import CallParams, Completion, ConfigError, Message, ToolSpec
+from aiforge.core.types import CallParams, Completion, ConfigError, Message, ProviderError, ToolSpec
 from aiforge.providers.base import Provider, StreamEvent
 from aiforge.providers.pacing import pacer_for
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors, leaks_secret, map_sdk_error, redactable
 
 if TYPE_CHECKING:
     from aiforge.core.settings import AIForgeSettings
+
+INCOMPLETE_STREAM = "the stream ended before the reply was complete (no finish reason): the server or a proxy cut it"
+"""The ``ProviderError`` of a stream that ended without saying why; its ``partial_text`` is what had arrived."""
 
 PLACEHOLDER_KEY = "not-needed"
 """Sent when an endpoint's key is optional and unset: SDKs insist on a key, vLLM and Ollama ignore it."""
@@ -134,7 +137,21 @@ class ClientPerLoop(Generic[C]):
 
     def _drop_closed_loops(self) -> None:
         for loop in [loop for loop in self._clients if loop.is_closed()]:
-            del self._clients[loop]
+            _forget(self._clients.pop(loop))
+
+
+def _forget(client: Any) -> None:
+    """Mark the HTTP client of an SDK client whose loop has closed as closed, so dropping it schedules nothing.
+
+    Its connections went with their loop. Dropped as it is, the SDK's ``__del__`` would hand their closing
+    to whichever loop runs next (a second ``asyncio.run``), where it fails: "Task exception was never
+    retrieved ... Event loop is closed" on the user's stderr. httpx keeps that state in ``_state``.
+    """
+    http = getattr(client, "_client", None)
+    state = getattr(http, "_state", None)
+    closed = getattr(type(state), "CLOSED", None)
+    if closed is not None:
+        http._state = closed  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------------------
@@ -286,6 +303,11 @@ class SDKProvider(Provider, Generic[C]):
         finally:
             await stream.close()
         completion = state.completion()
+        if completion.finish_reason is None:
+            # A broken upstream (a proxy, a crashed worker) can end a stream cleanly but early: OpenAI's
+            # [DONE] or the end of the body before any finish_reason, Anthropic's without message_delta.
+            # What arrived is not the reply, and must not become one (history, cache).
+            raise ProviderError(INCOMPLETE_STREAM, provider=self.name, partial_text=state.text)
         self._pacer.settle(reserved, completion.usage.input_tokens + completion.usage.output_tokens)
         yield completion
 

@@ -242,6 +242,19 @@ async def test_stream_error_event_midway_raises_with_partial_text(llm_server: LL
     assert llm_server.request_count == 1
 
 
+async def test_a_stream_whose_body_ends_without_done_or_finish_reason_is_an_error(
+    llm_server: LLMServer, make_provider: Any
+) -> None:
+    # The connection closed cleanly (the chunked body ended) after some text, with neither a finish_reason
+    # nor [DONE]: the SDK stops iterating without an error.
+    llm_server.enqueue(Reply(text="Once upon a time", end_after_chunks=3, done=False))
+    received: list[str] = []
+    with pytest.raises(ProviderError, match="the stream ended before the reply was complete") as info:
+        async for event in make_provider(llm_server.openai_base_url).stream(HELLO, None, PARAMS):
+            received.append(event)
+    assert info.value.partial_text == "".join(received) != ""
+
+
 def test_reasoning_models_get_no_temperature(llm_server) -> None:
 
     from aiforge.core.settings import load_settings

@@ -6,6 +6,7 @@ Each test runs against both the real ``openai`` and ``anthropic`` SDKs over HTTP
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import subprocess
 import sys
@@ -162,6 +163,23 @@ async def test_stream_dropped_midway_raises_with_partial_text_and_is_not_retried
     assert llm_server.request_count == 1
 
 
+@pytest.mark.parametrize("events", [0, 1, 3])
+async def test_a_stream_that_ends_before_its_finish_reason_is_an_error_with_its_partial_text(
+    llm_server: LLMServer, protocol: Any, make_provider: Any, events: int
+) -> None:
+    # A broken upstream ended the stream cleanly but early (OpenAI: [DONE] and no finish_reason; Anthropic: no
+    # message_delta): the SDKs raise nothing, and the empty or partial text passed for a complete reply.
+    llm_server.enqueue(Reply(text="Once upon a time", end_after_chunks=events))
+    received: list[str] = []
+    with pytest.raises(ProviderError, match="the stream ended before the reply was complete") as info:
+        async for event in make_provider(protocol.base_url(llm_server)).stream(HELLO, None, protocol.params):
+            received.append(event)
+    assert all(isinstance(event, str) for event in received)  # no Completion
+    assert info.value.partial_text == "".join(received)
+    assert bool(received) == (events == 3)
+    assert info.value.provider == protocol.name and llm_server.request_count == 1
+
+
 async def test_stream_failing_before_any_chunk_is_retried(
     llm_server: LLMServer, protocol: Any, make_provider: Any, collect: Any
 ) -> None:
@@ -225,6 +243,21 @@ def test_provider_works_from_two_event_loops(llm_server: LLMServer, protocol: An
     text_two, client_two = asyncio.run(call())
     assert text_one == text_two == "echo: hello"
     assert client_one is not client_two
+
+
+def test_a_loop_that_ends_without_closing_its_client_leaves_no_error_behind(
+    llm_server: LLMServer, protocol: Any, make_provider: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The next loop's first call dropped the finished asyncio.run's client; the SDK's __del__ then closed its
+    # connections on that next loop, where they do not belong: "Task exception was never retrieved" on stderr.
+    provider = make_provider(protocol.base_url(llm_server))
+
+    async def call() -> str:
+        return (await provider.complete(HELLO, None, protocol.params)).text
+
+    assert [asyncio.run(call()), asyncio.run(call())] == ["echo: hello", "echo: hello"]
+    gc.collect()
+    assert [record.getMessage() for record in caplog.records if record.name == "asyncio"] == []
 
 
 async def test_aclose_releases_the_client_and_the_provider_stays_usable(

@@ -107,6 +107,10 @@ class Reply:
     hang_after_chunks: int | None = None  # stall mid-stream until client leaves / server closes
     anthropic_error_after_chunks: int | None = None  # `event: error` overloaded_error mid-stream
     openai_error_after_chunks: int | None = None  # `data: {"error": ...}` mid-stream
+    # A broken upstream: the stream ends cleanly after this many events, before any finish reason (OpenAI: no
+    # chunk with finish_reason, then `data: [DONE]` unless done=False; Anthropic: no message_delta/message_stop).
+    end_after_chunks: int | None = None
+    done: bool = True
     # A structured answer, rendered the way the request asked for one: the message text (OpenAI
     # response_format, Anthropic output_config) or, when an Anthropic request forces a tool with
     # tool_choice {"type": "tool"}, that tool's input.  JSON-encoded unless a str, which is sent
@@ -992,6 +996,8 @@ class _Handler(BaseHTTPRequestHandler):
         if include_usage:
             events.append(b"data: " + _dumps({**base, "choices": [], "usage": usage}) + b"\n\n")
         events.append(b"data: [DONE]\n\n")
+        if reply.end_after_chunks is not None:
+            events = events[: reply.end_after_chunks] + ([b"data: [DONE]\n\n"] if reply.done else [])
         error = None
         if reply.openai_error_after_chunks is not None:
             error = (reply.openai_error_after_chunks, b"data: " + _dumps(_OPENAI_STREAM_ERROR) + b"\n\n")
@@ -1061,6 +1067,8 @@ class _Handler(BaseHTTPRequestHandler):
         delta = {"stop_reason": stop, "stop_sequence": None, "stop_details": details}
         events.append(event("message_delta", delta=delta, usage=delta_usage))
         events.append(event("message_stop"))
+        if reply.end_after_chunks is not None:
+            events = events[: reply.end_after_chunks]
         error = None
         if reply.anthropic_error_after_chunks is not None:
             overloaded = {"type": "overloaded_error", "message": "Overloaded"}

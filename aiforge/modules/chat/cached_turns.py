@@ -6,7 +6,8 @@ message), the tool specs and the output schema. Tool-call ids in the history are
 numbered in order before hashing: the same conversation gives the same key in every process.
 
 Only complete, successful turns are stored: an error stores nothing (it raises), and neither a turn stopped
-by ``max_tool_iterations``, nor a reply cut by a token limit, nor a refusal is stored. Turns that ran a tool
+by ``max_tool_iterations``, nor a reply cut by a token limit, nor a refusal, nor a reply whose model call
+gave no finish reason (a provider that cannot tell a whole reply from a cut one) is stored. Turns that ran a tool
 are never stored: a tool's result may change between runs (``current_time``, a database, a web page), so
 replaying it would answer from stale data; such turns run every time. A hit makes no request, costs 0, and
 its ``ChatResponse`` says ``cached=True`` with the original cost in ``cached_cost``; nothing reaches the
@@ -71,7 +72,7 @@ class CachedTurn:
         trace = outcome.trace
         if outcome.tool_results or any(
             r.get("stopped_by_limit") or r.get("refusal") is not None or r.get("finish_reason") in _CUT
-            or r.get("truncated")
+            or r.get("truncated") or _unfinished(r)
             for r in trace
         ):
             return
@@ -82,6 +83,11 @@ class CachedTurn:
             "output_tokens": outcome.output_tokens,
         }
         self.cache.put(self.key, payload, cost=cost)
+
+
+def _unfinished(record: dict[str, Any]) -> bool:
+    """True for a model call of the reply that did not say why it ended: it may be cut short (a broken stream)."""
+    return record.get("step") == "model" and record.get("node") != "summary" and record.get("finish_reason") is None
 
 
 def lookup(

@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 from langchain_core.tools import StructuredTool
@@ -16,6 +17,7 @@ from aiforge.core.types import Completion, ProviderError
 from aiforge.providers.base import Provider
 from aiforge.providers.scripted import ScriptedProvider, ScriptedReply, tool_call
 from tests.modules.chat.checks import assert_valid_history
+from tests.support.llm_server import LLMServer, Reply
 
 POEM = "APIs whisper softly, requests travel far, responses come back home."
 
@@ -405,3 +407,81 @@ async def test_chat_stream_yields_only_text_when_tools_run(calc_tool) -> None:
     chunks = [chunk async for chunk in agent.chat_stream("2+2?")]
 
     assert all(isinstance(c, str) for c in chunks) and "".join(chunks) == "It is 4."
+
+
+class ClosingWatched(Provider):
+    """A stream that notes which task runs its code: the turn's own, or one the garbage collector made to close it."""
+
+    supports_streaming = True
+    free = True
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, asyncio.Task | None] = {}
+
+    async def complete(self, messages, tools, params) -> Completion:
+        return Completion(text="unused", finish_reason="stop")
+
+    async def stream(self, messages, tools, params):
+        self.tasks["streamed"] = asyncio.current_task()
+        try:
+            yield "Hello."
+            yield Completion(text="Hello.", finish_reason="stop")
+        finally:
+            self.tasks["closed"] = asyncio.current_task()
+
+
+async def test_the_turn_closes_the_provider_stream_itself() -> None:
+    # The turn returned on the final Completion and left the stream suspended at it: the garbage collector
+    # handed its closing to a task of its own, which a script's loop never ran ("Task was destroyed").
+    provider = ClosingWatched()
+    agent = ChatAgent(provider=provider)
+
+    assert [chunk async for chunk in agent.chat_stream("hi")] == ["Hello."]
+
+    assert provider.tasks["closed"] is provider.tasks["streamed"]
+
+
+# --- a stream that ends before the reply does ---
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_stream_ended_without_a_finish_reason_fails_and_is_neither_kept_nor_cached(
+    provider: str, tmp_path: Path
+) -> None:
+    # A broken upstream: OpenAI's role chunk then [DONE], Anthropic's message_start then the end of the body.
+    # The turn took the empty text for a reply: message '' in the history, and in the cache, so the same
+    # chat() later answered '' with cached=True without asking.
+    prefix = provider.upper()
+    with LLMServer() as server:
+        server.enqueue(Reply(text="Paris.", end_after_chunks=1), Reply(text="Paris."))
+        url = server.anthropic_base_url if provider == "anthropic" else server.openai_base_url
+        settings = {f"{prefix}_API_KEY": "sk-test", f"{prefix}_BASE_URL": url}
+        agent = ChatAgent(provider=provider, CACHE=str(tmp_path / "cache.sqlite"), MAX_RETRIES=0, **settings)
+
+        with pytest.raises(ProviderError, match="the stream ended before the reply was complete"):
+            list(agent.run_stream("What is the capital of France?"))
+        assert agent.history == []
+
+        response = agent.chat("What is the capital of France?")
+        assert (response.message, response.cached, server.request_count) == ("Paris.", False, 2)
+
+
+class NoFinishReason(Provider):
+    """A provider of the user's own that never says why a reply ended."""
+
+    free = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(self, messages, tools, params) -> Completion:
+        self.calls += 1
+        return Completion(text=f"reply {self.calls}")
+
+
+def test_only_a_reply_with_a_finish_reason_is_cached(tmp_path: Path) -> None:
+    provider = NoFinishReason()
+    agent = ChatAgent(provider=provider, CACHE=str(tmp_path / "cache.sqlite"), memory="none")
+
+    assert [agent.chat("hi").message for _ in range(2)] == ["reply 1", "reply 2"]
+    assert provider.calls == 2
