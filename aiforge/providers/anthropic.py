@@ -264,6 +264,9 @@ class AnthropicProvider(SDKProvider["anthropic.AsyncAnthropic"]):
     """Claude through ``anthropic.AsyncAnthropic``; needs ``ANTHROPIC_API_KEY``."""
 
     name: ClassVar[str] = "anthropic"
+    temperature_unsent: ClassVar[str | None] = (
+        "the Messages API (version 2026-10-21, the anthropic SDK's default) rejects temperature for every model"
+    )
     endpoint: ClassVar[Endpoint] = Endpoint(
         "anthropic", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "claude-haiku-4-5", default_url=DEFAULT_BASE_URL
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
@@ -26,6 +28,8 @@ class Provider(ABC):
     supports_streaming: ClassVar[bool] = False
     #: Cost of this provider's calls is always zero (local models, fakes).
     free: ClassVar[bool] = False
+    #: Why this backend is sent no sampling temperature; None when it is sent ``TEMPERATURE``.
+    temperature_unsent: ClassVar[str | None] = None
     default_model: str = "default"
 
     @classmethod
@@ -54,3 +58,25 @@ class Provider(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name!r} model={self.default_model!r}>"
+
+
+_warned_unsent: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_if_temperature_unsent(provider: Provider, settings: Any) -> None:
+    """Warn once per process and provider when the user set ``TEMPERATURE`` and ``provider`` never sends it."""
+    reason = provider.temperature_unsent
+    if reason is None or "TEMPERATURE" not in settings.model_fields_set:
+        return
+    with _warned_lock:
+        if provider.name in _warned_unsent:
+            return
+        _warned_unsent.add(provider.name)
+    from aiforge.core.costs import _caller_stacklevel
+
+    warnings.warn(
+        f"TEMPERATURE={settings.TEMPERATURE} is not sent to the {provider.name} provider: {reason}.",
+        UserWarning,
+        stacklevel=_caller_stacklevel(),
+    )

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aiforge import ChatAgent
 from aiforge.core.types import (
     APITimeoutError,
     CallParams,
     Message,
     ProviderError,
 )
-from tests.providers.conftest import ANTHROPIC, HELLO, WEATHER_TOOL, WireProtocol
+from tests.providers.conftest import ANTHROPIC, HELLO, SECRET, WEATHER_TOOL, WireProtocol
 from tests.support.llm_server import LLMServer, Reply, ToolCallSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -235,3 +237,32 @@ async def test_stream_stalling_midway_times_out_with_partial_text(
 
 
 # --- configuration and clients ----------------------------------------------------------------
+
+
+# --- settings it cannot send ------------------------------------------------------------------
+
+
+def test_a_temperature_the_user_set_is_not_sent_and_the_agent_says_so_once(
+    llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # TEMPERATURE reached no Anthropic request (the Messages API rejects it) and nothing said so.
+    monkeypatch.setattr("aiforge.providers.base._warned_unsent", set())  # "once" is per process
+
+    def agent(**settings: Any) -> ChatAgent:
+        return ChatAgent(
+            provider="anthropic", ANTHROPIC_API_KEY=SECRET, ANTHROPIC_BASE_URL=llm_server.anthropic_base_url, **settings
+        )
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        agent()  # the default temperature: nothing was asked for, nothing to say
+        told = agent(TEMPERATURE=0.2)
+        agent(TEMPERATURE=0.5)
+    told.chat("hi")
+
+    assert "temperature" not in llm_server.requests[0].json
+    assert [str(w.message) for w in caught if "TEMPERATURE" in str(w.message)] == [
+        "TEMPERATURE=0.2 is not sent to the anthropic provider: the Messages API (version 2026-10-21, the "
+        "anthropic SDK's default) rejects temperature for every model."
+    ]
+    assert caught[0].filename == __file__  # pointed at the user's line

@@ -24,6 +24,7 @@ from aiforge.modules.chat.schemas import ChatResponse, ToolCallRecord
 from aiforge.modules.chat.sessions import chat_store
 from aiforge.modules.chat.structured import TurnOutcome, output_spec, run_turn
 from aiforge.modules.chat.tool_runner import ToolInterrupted, Toolset
+from aiforge.providers.base import warn_if_temperature_unsent
 from aiforge.providers.prompted import PromptedTools, with_tool_instructions
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ class ChatAgent(BaseModule):
             )
         self.native_tools = self.provider.supports_native_tools if native_tools is None else bool(native_tools)
         self._base_prompt = system_prompt or self.settings.chat.system_prompt or DEFAULT_SYSTEM_PROMPT
+        warn_if_temperature_unsent(self.provider, self.settings)
         # The embedded model has measured defaults (providers/local/defaults.py); a TEMPERATURE the user set wins.
         unset = self.provider.name == "local" and "TEMPERATURE" not in self.settings.model_fields_set
         self._runtime = AgentRuntime(
