@@ -10,6 +10,12 @@ and while one streams; a reader who has scrolled up stays where they are and get
 which takes them to the newest text. Screenshots: ``panel_streaming.png``, ``panel_tool_row.png``,
 ``panel_stopped.png`` and ``panel_new_messages.png`` in ``test-artifacts/``.
 
+A second notebook (``LONG_PANEL_CELL``) checks the panel's bounds (issue 22): after a 60-line answer with a
+300-character unbroken word and a long code line, in a 1280 x 720 page, nothing scrolls sideways (transcript,
+messages, code blocks, the cell's output), the transcript's scroller stays within its bound (460 px, or half
+the page's height when that is less) and scrolls by itself, and the whole panel, its input box included, is in
+the page. Screenshots: ``panel_long_answer.png`` (the panel) and ``panel_long_answer_lab.png`` (the page).
+
 Skipped when Playwright or /usr/bin/chromium is missing, unless ``AIFORGE_REQUIRE_BROWSER=1`` (CI), which
 turns the skip into a failure. Playwright never downloads a browser here: it launches /usr/bin/chromium.
 """
@@ -78,6 +84,28 @@ slow_model = ScriptedProvider(default=model, delay=0.05, chunk_size=2)
 panel = ChatPanel(agent=ChatAgent(provider=slow_model, tools=builtin_tools()))
 panel
 """
+
+# A panel whose answer is long every way: 60 lines, a 300-character word with no break, a code line of 200
+# characters. It streams fast (a few dozen chunks), so the test measures the panel's bounds, not streaming.
+LONG_PANEL_CELL = """\
+from aiforge import ChatAgent, ChatPanel, ScriptedProvider
+
+LINES = [f"Line {i} of a very long answer, long enough to fill the panel several times." for i in range(1, 61)]
+WORD = "Unbroken" + "x" * 292
+CODE = "```python\\nprint('" + "y" * 200 + "')\\n```"
+
+
+def model(messages):
+    return "\\n".join([*LINES, WORD, "", CODE, "", "That is all: the very long answer is done."])
+
+
+panel = ChatPanel(agent=ChatAgent(provider=ScriptedProvider(default=model, delay=0.01, chunk_size=60)))
+panel
+"""
+LONG_NOTEBOOK = "chat_panel_long.ipynb"
+LONG_VIEWPORT = {"width": 1280, "height": 720}  # a laptop screen's page, under the browser's own bars
+SCROLLER_MAX_PX = 460
+SCROLLER_MAX_VIEWPORT = 0.5  # of the page's height
 
 # JupyterLab would otherwise ask about news and updates in a toast over the page.
 LAB_SETTINGS = {
@@ -190,6 +218,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     root, settings = base / "root", base / "user-settings"
     root.mkdir()
     (root / "chat_panel_test.ipynb").write_text(json.dumps(_notebook(PANEL_CELL), indent=1))
+    (root / LONG_NOTEBOOK).write_text(json.dumps(_notebook(LONG_PANEL_CELL), indent=1))
     for name, values in LAB_SETTINGS.items():
         path = settings / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -481,6 +510,90 @@ def test_chat_panel_streams_shows_tools_stops_starts_over_and_follows(sync_playw
                 print("transcript:", _measure(page))
             except Exception as exc:  # noqa: BLE001 - the page may be gone; the original error matters
                 print("transcript: not measured:", exc)
+            raise
+        finally:
+            browser.close()
+
+
+# The panel's bounds, measured in the page: sideways overflow of every box that could scroll sideways (the
+# scroller, the panel, each message and code block, the cell's output area, the notebook's own scroller), the
+# boxes of the scroller, the panel and the input, and the page's size.
+BOUNDS_JS = """() => {
+  const panel = document.querySelector(".aiforge-chat-panel");
+  const scroller = panel.querySelector(".aiforge-chat-scroller");
+  const input = panel.querySelector(".aiforge-chat-input textarea");
+  const box = (el) => { const b = el.getBoundingClientRect(); return { top: b.top, bottom: b.bottom, left: b.left,
+    right: b.right, height: b.height }; };
+  const notebook = panel.closest(".jp-WindowedPanel-outer");
+  const boxes = [["scroller", scroller], ["panel", panel], ["output", panel.closest(".jp-OutputArea-output")],
+    ["notebook", notebook]];
+  panel.querySelectorAll(".aiforge-msg, .aiforge-msg pre").forEach((el, i) => boxes.push([el.tagName + i, el]));
+  const sideways = boxes.filter(([, el]) => el && el.scrollWidth > el.clientWidth + 1)
+    .map(([name, el]) => `${name}: ${el.scrollWidth} > ${el.clientWidth}`);
+  return {
+    sideways, scrollWidth: scroller.scrollWidth, clientWidth: scroller.clientWidth,
+    scrollHeight: scroller.scrollHeight, clientHeight: scroller.clientHeight, scrollTop: scroller.scrollTop,
+    scroller: box(scroller), panel: box(panel), input: box(input),
+    viewport: { width: window.innerWidth, height: window.innerHeight },
+    view: notebook ? box(notebook) : { top: 0, bottom: window.innerHeight, left: 0, right: window.innerWidth },
+    done: panel.textContent.includes("the very long answer is done.") && !panel.textContent.includes("\u258c"),
+  };
+}"""
+
+
+def test_a_long_answer_stays_inside_a_bounded_panel_with_no_sideways_scroll(sync_playwright, lab: LabServer) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport=LONG_VIEWPORT)
+        m: dict = {}
+        try:
+            # A workspace of its own, reset: JupyterLab would otherwise reopen the other test's notebook beside this
+            # one, and Run All could run that one.
+            url = f"{lab.url}/lab/workspaces/long-answer/tree/{LONG_NOTEBOOK}?reset&token={lab.token}"
+            page.goto(url, timeout=PANEL_TIMEOUT_MS)
+            page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=PANEL_TIMEOUT_MS)
+            _run_all_cells(page)
+            panel = page.locator(".aiforge-chat-panel")
+            panel.wait_for(state="visible", timeout=PANEL_TIMEOUT_MS)
+            # The reader scrolls the notebook to the panel and asks; nothing scrolls the notebook after that, so
+            # the input must still be in view when the long answer is done.
+            panel.evaluate("el => el.scrollIntoView({ block: 'start' })")
+            before = page.evaluate(BOUNDS_JS)
+            _send(panel, "A very long answer, please")
+            script = f"() => {{ const m = ({BOUNDS_JS})(); return m.done && m; }}"
+            m = page.wait_for_function(script, timeout=TURN_TIMEOUT * 1000).json_value()
+            page.wait_for_timeout(300)  # the follow script's last scroll and any late layout
+            m = page.evaluate(BOUNDS_JS)
+            # Measured before the screenshots: an element's screenshot scrolls it into view.
+            panel.screenshot(path=str(ARTIFACTS / "panel_long_answer.png"))
+            page.screenshot(path=str(ARTIFACTS / "panel_long_answer_lab.png"))
+
+            assert not m["sideways"], f"these scroll sideways after a long answer: {m['sideways']}"
+            bound = min(SCROLLER_MAX_PX, SCROLLER_MAX_VIEWPORT * m["viewport"]["height"])
+            assert m["scrollHeight"] > m["clientHeight"], "the answer should overflow the transcript's scroller"
+            assert m["scroller"]["height"] <= bound + 1, f"the scroller grew past {bound:.0f} px: {m['scroller']}"
+            assert m["scrollTop"] >= m["scrollHeight"] - m["clientHeight"] - 2, "the transcript is not at its end"
+            # In view: inside the notebook's visible area (the page less JupyterLab's bars), which lies in the page.
+            view, viewport = m["view"], m["viewport"]
+            assert view["top"] >= 0 and view["bottom"] <= viewport["height"], view
+            for name in ("input", "panel"):
+                rect = m[name]
+                inside = all(
+                    [
+                        rect["top"] >= view["top"] - 1,
+                        rect["bottom"] <= view["bottom"] + 1,
+                        rect["left"] >= view["left"] - 1,
+                        rect["right"] <= view["right"] + 1,
+                    ]
+                )
+                assert inside, f"the {name} is not in the notebook's view {view} of a {viewport} page: {rect}"
+            assert abs(m["panel"]["top"] - before["panel"]["top"]) <= 1, "the notebook scrolled: the test is void"
+            print(f"long answer: panel {before['panel']['height']:.0f} -> {m['panel']['height']:.0f} px, {m}")
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "panel_long_answer_failure.png"), full_page=True)
+            print(lab.log_tail())
+            print("bounds:", m)
             raise
         finally:
             browser.close()

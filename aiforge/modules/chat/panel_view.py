@@ -110,12 +110,16 @@ PANEL_JS = ENTER_TO_SEND_JS + FOLLOW_JS
 JUMP_HTML = "<button class='aiforge-chat-jump' type='button'>↓ New messages</button>"
 """The "new messages" affordance; hidden unless ``FOLLOW_JS`` marks the panel as having unread text."""
 
+# Long words, URLs and code lines wrap (``overflow-wrap: anywhere`` also lets the message boxes shrink to the
+# panel's width), so nothing in the transcript scrolls sideways.
 STYLE = """<style>
-.aiforge-chat-panel .aiforge-msg { padding: 6px 10px; margin: 3px 0; border-radius: 6px; line-height: 1.45; }
+.aiforge-chat-panel .aiforge-msg { padding: 6px 10px; margin: 3px 0; border-radius: 6px; line-height: 1.45;
+  overflow-wrap: anywhere; min-width: 0; }
 .aiforge-chat-panel .aiforge-user { background: var(--jp-layout-color2, #f2f2f2); white-space: pre-wrap; }
 .aiforge-chat-panel .aiforge-error { color: var(--jp-error-color1, #c62828); white-space: pre-wrap; }
 .aiforge-chat-panel .aiforge-msg p { margin: 0 0 .5em 0; }
-.aiforge-chat-panel .aiforge-msg pre { background: var(--jp-layout-color2, #f6f8fa); padding: 6px; overflow-x: auto; }
+.aiforge-chat-panel .aiforge-msg pre { background: var(--jp-layout-color2, #f6f8fa); padding: 6px;
+  white-space: pre-wrap; overflow-wrap: anywhere; }
 .aiforge-chat-panel details.aiforge-tool { font-size: 90%; margin: 2px 0 6px 0; }
 .aiforge-chat-panel details.aiforge-tool pre { margin: 2px 0; white-space: pre-wrap; }
 .aiforge-chat-panel .aiforge-note { opacity: .6; font-style: italic; }

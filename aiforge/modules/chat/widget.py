@@ -72,22 +72,24 @@ class ChatPanel:
 
         self.header = widgets.HTML(STYLE + self._header_html())
         # The scroller scrolls, not this box: ipywidgets gives every box ``overflow: auto``, and a box that may
-        # shrink inside the 460 px scroller became the scrolling element, which FOLLOW_JS never scrolled.
+        # shrink inside the bounded scroller became the scrolling element, which FOLLOW_JS never scrolled.
         self.messages = widgets.VBox(
             layout=widgets.Layout(overflow="visible", flex="0 0 auto"), _dom_classes=["aiforge-chat-transcript"]
         )
         # The "new messages" button sticks to the scroller's bottom edge, below the messages, while it shows.
         jump = widgets.HTML(JUMP_HTML, _dom_classes=["aiforge-chat-jump-row"])
+        # Bounded (460 px, half the page on a small screen) so the input below stays in view after a long answer;
+        # never sideways (overflow x hidden, y auto): STYLE wraps long words and code lines instead.
         scroller = widgets.VBox(
             [self.messages, jump],
-            layout=widgets.Layout(max_height="460px", overflow="auto", padding="2px 4px"),
+            layout=widgets.Layout(max_height="min(460px, 50vh)", overflow="hidden auto", padding="2px 4px"),
             _dom_classes=["aiforge-chat-scroller"],
         )
         self.input = widgets.Textarea(
             placeholder="Message (Enter to send, Shift+Enter for a new line)",
             continuous_update=False,
             rows=3,
-            layout=widgets.Layout(width="100%"),
+            layout=widgets.Layout(width="auto"),  # the panel's width; "100%" plus the widget's margins overflowed it
             _dom_classes=["aiforge-chat-input"],
         )
         self.send_button = widgets.Button(

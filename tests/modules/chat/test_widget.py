@@ -149,6 +149,20 @@ def test_displaying_the_panel_installs_the_enter_to_send_hook(frontend: FrontEnd
         assert selector in ENTER_TO_SEND_JS
 
 
+def test_the_transcript_is_bounded_scrolls_only_down_and_wraps_what_is_long(frontend: FrontEnd) -> None:
+    """What the front end receives; tests/browser measures the result after a long answer in Chromium."""
+    panel, _ = make_panel()
+    scroller = panel.widget.children[1]
+    opened = {m.comm_id: m.data["state"] for m in frontend.sent if m.msg_type == "comm_open"}
+    layout = opened[scroller.layout.comm.comm_id]
+    assert layout["max_height"] == "min(460px, 50vh)"
+    assert layout["overflow"] == "hidden auto"  # x hidden, y scrolls
+    assert opened[panel.input.layout.comm.comm_id]["width"] == "auto"  # 100% plus margins overflowed the panel
+    style = panel.header.value
+    assert "overflow-wrap: anywhere" in style.split(".aiforge-msg {")[1].split("}")[0]
+    assert "white-space: pre-wrap" in style.split(".aiforge-msg pre {")[1].split("}")[0]
+
+
 # --- a turn ----------------------------------------------------------------------------------------------------------
 
 
