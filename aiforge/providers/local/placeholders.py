@@ -121,6 +121,9 @@ def copied_value(value: Any, examples: set[str], said: str) -> str | None:
     return None
 
 
+_NO_PLACEHOLDER = r'[^<>{}"\\]'
+
+
 def forbid_placeholders(schema: Any) -> Any:
     """``schema`` whose free strings cannot hold ``<``, ``>``, ``{`` or ``}``: the grammar of a retry."""
     if isinstance(schema, list):
@@ -129,7 +132,11 @@ def forbid_placeholders(schema: Any) -> Any:
         return schema
     out = {key: forbid_placeholders(value) for key, value in schema.items()}
     if out.get("type") == "string" and not {"enum", "const", "pattern", "format"} & out.keys():
-        out["pattern"] = "^[^<>{}]*$"
+        # llama.cpp's grammar ignores maxLength beside a pattern: the pattern carries the bounds.
+        # A pattern's characters are written raw inside the JSON string, so no quote or backslash.
+        low, high = out.pop("minLength", 0), out.pop("maxLength", None)
+        bounds = f"{{{low},{'' if high is None else high}}}" if low or high is not None else "*"
+        out["pattern"] = f"^{_NO_PLACEHOLDER}{bounds}$"
     return out
 
 
