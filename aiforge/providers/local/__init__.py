@@ -6,6 +6,8 @@
 - ``protocol.py``: the constrained-JSON reply protocol that gives a model without tool support
   native tool calls.
 - ``structured.py``: the same protocol carrying an ``output=`` type's object as the answer.
+- ``placeholders.py``: the worked examples the instructions show, and the checks that a reply did
+  not copy them (a copy is decoded again, never shown).
 - ``provider.py``: ``LocalProvider``, which puts the three together.
 
 Nothing here imports ``xllamacpp`` until a model is loaded.

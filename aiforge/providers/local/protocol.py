@@ -3,6 +3,7 @@
 The model must reply with JSON matching ``{"tool": name, "arguments": {...}}`` or
 ``{"answer": text}`` (``reply_schema``, enforced by llama.cpp's constrained decoding); with an
 ``output=`` type the answer is an object of its schema instead of text (``structured.py``).
+The instructions show each call with real values, never placeholders (``placeholders.py``).
 ``chat_messages`` writes the conversation in the roles SmolLM2 knows, ``AnswerStream`` streams
 only the answer text out of the growing JSON (``JsonAnswerStream`` the answer's JSON), and
 ``parse_reply`` turns a reply, complete or cut off, into text or a ``ToolCall``.
