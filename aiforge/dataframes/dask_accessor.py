@@ -19,6 +19,9 @@ the scheduler. Nothing here runs a scheduler, queue or worker pool of its own.
   or a shared ``cache=``, the rows answered before the kill are not asked again.
 - Summary: each partition sends its costs, tokens and failures to a ``distributed.Queue``; after
   ``compute()``, ``job_summary(result)`` gathers them into one ``JobSummary``.
+- Progress: workers draw no bar (``partition.process_agent``): in JupyterLab a ``LocalCluster``'s workers write
+  to the kernel's stderr, one box of stale bars per partition. ``compute(result)`` shows one bar on the client,
+  over the partitions; ``distributed.progress(result.persist())`` and the dashboard work as usual.
 """
 
 from __future__ import annotations
@@ -134,6 +137,24 @@ class DaskOperations:
         Semaphore(max_leases=concurrency, name=job.semaphore)
         Queue(job.queue)
         return spec, job
+
+
+def compute(result: Any, *, progress: bool = True) -> Any:
+    """``result.compute()``, with one progress bar on the client over the partitions as they finish.
+
+    The bar is tqdm's (a widget in a notebook; ``TQDM_DISABLE=1`` or ``progress=False`` turn it off).
+    """
+    if not progress:
+        return result.compute()
+    from distributed import as_completed, futures_of, get_client
+    from tqdm.auto import tqdm
+
+    persisted = get_client().persist(result)
+    futures = futures_of(persisted)
+    with tqdm(total=len(futures), desc="aiforge partitions", unit="partition") as bar:
+        for _ in as_completed(futures):
+            bar.update(1)
+    return persisted.compute()
 
 
 def job_summary(result: Any) -> JobSummary:

@@ -146,14 +146,19 @@ def run_partition(part: pd.DataFrame, spec: PartitionSpec) -> BatchResult:
 
 
 def process_agent(settings: Mapping[str, Any]) -> ChatAgent:
-    """This process's agent for ``settings``, built on first use and reused (one embedded model per worker)."""
+    """This process's agent for ``settings``, built on first use and reused (one embedded model per worker).
+
+    It draws no progress bar: a worker's stderr reaches a notebook (a ``LocalCluster`` shares the kernel's) as a
+    box of half-drawn bars per partition, and on a cluster nobody sees it. The engine shows the progress.
+    """
     key = repr(sorted(settings.items()))
     with _agents_lock:
         agent = _agents.get(key)
         if agent is None:
             from aiforge.modules.chat.module import ChatAgent
 
-            agent = _agents[key] = ChatAgent(memory="none", **settings)
+            quiet = {name: value for name, value in settings.items() if name.upper() != "PROGRESS_BAR"}
+            agent = _agents[key] = ChatAgent(memory="none", **quiet, PROGRESS_BAR=False)
     return agent
 
 

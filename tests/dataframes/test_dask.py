@@ -253,3 +253,20 @@ def test_a_worker_killed_mid_partition_is_retried_and_answered_rows_are_not_aske
     # Only a request in flight when the worker died (at most its 2 leases) can be asked again.
     assert len(again) <= 2, again
     assert len(asked) == 400
+
+
+def test_compute_shows_one_bar_on_the_client_over_the_partitions(
+    client: Client, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aiforge.dataframes.dask_accessor import compute
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    ddf = dd.from_pandas(rows(9), npartitions=3)
+    result = ddf.aiforge.map("Say {review}", **SETTINGS)
+
+    computed = compute(result)
+
+    err = capsys.readouterr().err
+    assert computed["response"].tolist() == [f"echo {i}" for i in range(1000, 1009)]
+    assert "aiforge partitions" in err and "3/3" in err and "aiforge batch" not in err
+    assert job_summary(result).partitions == 3

@@ -103,3 +103,17 @@ def test_ddf_aiforge_is_registered_when_dask_is_imported_after_aiforge() -> None
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False True False"
+
+
+def test_a_partition_draws_no_progress_bar(
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # A worker's stderr shows in JupyterLab as a box of stale bars: the engine's (client's) bar is the one shown.
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    spec = PartitionSpec.of("map", "{review}", cache=False, **{**SETTINGS, "PROGRESS_BAR": True})
+    columns = partition_columns(rows(0, 4), spec)
+    assert columns["response"].tolist() == ["echo 0", "echo 1", "echo 2", "echo 3"]
+    assert capfd.readouterr() == ("", "")
+    # The same batch in the notebook's own process (run_batch, df.aiforge) still shows its bar.
+    ChatAgent(memory="none", **SETTINGS).run_batch(["review #7"])
+    assert "aiforge batch" in capfd.readouterr().err
