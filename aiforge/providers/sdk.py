@@ -7,19 +7,18 @@ responses and stream events in) and how to read its SDK's exceptions. Nothing he
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import threading
 from abc import abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol
 
 from aiforge.core.retry import RetryPolicy, call_with_retries, iterate_with_retries
 from aiforge.core.types import CallParams, Completion, ConfigError, Message, ProviderError, ToolSpec
 from aiforge.providers.base import Provider, StreamEvent
 from aiforge.providers.pacing import pacer_for
+from aiforge.providers.sdk_clients import C, ClientPerLoop
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors, leaks_secret, map_sdk_error, redactable
 
 if TYPE_CHECKING:
@@ -94,64 +93,6 @@ class Endpoint:
 def key_fingerprint(key: str | None) -> str:
     """A stable digest of a key, so a registry key tells keys apart without holding one."""
     return hashlib.sha256(key.encode()).hexdigest()[:16] if key else ""
-
-
-class _SDKClient(Protocol):
-    async def close(self) -> None: ...
-
-
-C = TypeVar("C", bound=_SDKClient)
-
-
-class ClientPerLoop(Generic[C]):
-    """One SDK client per running event loop, created on first use and reused for every call.
-
-    An SDK client owns a connection pool bound to the loop that opened it: sharing it across
-    loops (two ``asyncio.run`` calls, a Jupyter kernel loop and aiforge's background loop)
-    fails with "Event loop is closed" or hangs. Clients of closed loops are dropped.
-    """
-
-    def __init__(self, factory: Callable[[], C]) -> None:
-        self._factory = factory
-        self._clients: dict[asyncio.AbstractEventLoop, C] = {}
-        self._lock = threading.Lock()  # loops may live on different threads
-
-    def get(self) -> C:
-        """The client of the running loop."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._clients.get(loop)
-            if client is None:
-                self._drop_closed_loops()
-                client = self._clients[loop] = self._factory()
-            return client
-
-    async def aclose(self) -> None:
-        """Close the running loop's client; the next ``get`` makes a new one."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._clients.pop(loop, None)
-            self._drop_closed_loops()
-        if client is not None:
-            await client.close()
-
-    def _drop_closed_loops(self) -> None:
-        for loop in [loop for loop in self._clients if loop.is_closed()]:
-            _forget(self._clients.pop(loop))
-
-
-def _forget(client: Any) -> None:
-    """Mark the HTTP client of an SDK client whose loop has closed as closed, so dropping it schedules nothing.
-
-    Its connections went with their loop. Dropped as it is, the SDK's ``__del__`` would hand their closing
-    to whichever loop runs next (a second ``asyncio.run``), where it fails: "Task exception was never
-    retrieved ... Event loop is closed" on the user's stderr. httpx keeps that state in ``_state``.
-    """
-    http = getattr(client, "_client", None)
-    state = getattr(http, "_state", None)
-    closed = getattr(type(state), "CLOSED", None)
-    if closed is not None:
-        http._state = closed  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------------------

@@ -260,6 +260,22 @@ def test_a_loop_that_ends_without_closing_its_client_leaves_no_error_behind(
     assert [record.getMessage() for record in caplog.records if record.name == "asyncio"] == []
 
 
+async def test_a_provider_let_go_with_a_client_of_a_finished_loop_leaves_no_error_behind(
+    llm_server: LLMServer, protocol: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Dropped with its provider, the client of a finished asyncio.run had its connections closed by the SDK's
+    # __del__ on the loop running at that moment (this one), which failed: "Task exception was never retrieved".
+    provider = protocol.provider_class(protocol.settings(protocol.base_url(llm_server)))
+    completion = await asyncio.to_thread(asyncio.run, provider.complete(HELLO, None, protocol.params))
+    assert completion.text == "echo: hello"
+
+    del provider
+    gc.collect()
+    await asyncio.sleep(0.05)  # a closing task scheduled on this loop runs (and fails) here
+    gc.collect()
+    assert [record.getMessage() for record in caplog.records if record.name == "asyncio"] == []
+
+
 async def test_aclose_releases_the_client_and_the_provider_stays_usable(
     llm_server: LLMServer, protocol: Any, make_provider: Any
 ) -> None:
