@@ -42,21 +42,28 @@ def published(captured: CapturedIO) -> list[Any]:
 # --- loading ---------------------------------------------------------------------------------------------------------
 
 
+HEAVY_MODULES = (
+    "langgraph", "langchain_core", "openai", "anthropic", "httpx", "pydantic", "pandas", "numpy", "dask",
+    "ipywidgets", "xllamacpp",
+)  # fmt: skip
+
+
 def test_load_ext_imports_no_heavy_dependency() -> None:
+    # Load cost is which modules get imported, not seconds (a busy machine makes any time limit flaky): the heavy
+    # ones wait for the first %%chat.
     code = (
-        "import sys, time\n"
+        "import json, sys\n"
         "from IPython.core.interactiveshell import InteractiveShell\n"
         "ip = InteractiveShell.instance()\n"
-        "t = time.perf_counter(); ip.run_line_magic('load_ext', 'aiforge'); dt = time.perf_counter() - t\n"
-        "heavy = [m for m in ('langgraph', 'openai', 'anthropic', 'pandas', 'ipywidgets', 'langchain_core')"
-        " if m in sys.modules]\n"
+        "before = set(sys.modules)\n"
+        "ip.run_line_magic('load_ext', 'aiforge')\n"
         "assert ip.find_cell_magic('chat') and ip.find_line_magic('chat_history'), 'magics missing'\n"
-        "print(heavy, dt)\n"
+        "print(json.dumps(sorted({name.split('.')[0] for name in set(sys.modules) - before})))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    heavy, seconds = out.rsplit(" ", 1)
-    assert heavy == "[]"
-    assert float(seconds) < 1.0
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    imported = json.loads(out.stdout)
+    assert "aiforge" in imported
+    assert [name for name in HEAVY_MODULES if name in imported] == []
 
 
 def test_unload_removes_the_magics(shell: InteractiveShell) -> None:
