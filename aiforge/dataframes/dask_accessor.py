@@ -36,6 +36,8 @@ import dask.dataframe as dd
 import pandas as pd
 from dask.dataframe.extensions import register_dataframe_accessor
 
+from aiforge.core.templates import no_such_column
+from aiforge.core.types import UsageError
 from aiforge.dataframes.accessor import ATTRS_KEY, LABEL_COLUMN
 from aiforge.dataframes.partition import KEEP_COLUMN, PartitionSpec, partition_columns, partition_key, with_concurrency
 
@@ -102,9 +104,7 @@ class DaskOperations:
     def extract(self, column: str, output: Any, concurrency: int = 10, **settings: Any) -> dd.DataFrame:
         """The fields of ``output`` extracted from the text column ``column``."""
         if column not in self._data.columns:
-            raise ValueError(
-                f"extract: no column {column!r}; the columns are: {', '.join(map(repr, self._data.columns))}."
-            )
+            raise UsageError(no_such_column("extract", column, self._data.columns))
         return self._new_columns("extract", concurrency, settings, output=output, column=column)
 
     def _new_columns(self, operation: str, concurrency: int, settings: dict[str, Any], **what: Any) -> dd.DataFrame:
@@ -122,7 +122,7 @@ class DaskOperations:
         try:
             client = get_client()
         except ValueError:
-            raise ValueError(
+            raise UsageError(
                 "ddf.aiforge needs a distributed Client (Client() or Client(LocalCluster())): "
                 "the job's concurrency limit and summary live on its scheduler."
             ) from None
@@ -166,7 +166,7 @@ def job_summary(result: Any) -> JobSummary:
 
     job: DaskJob | None = getattr(result, JOB_ATTRIBUTE, None)
     if job is None:
-        raise ValueError("job_summary: pass what ddf.aiforge.map / classify / filter / extract returned.")
+        raise UsageError("job_summary: pass what ddf.aiforge.map / classify / filter / extract returned.")
     reports = _reports.setdefault(job.name, {})
     queue = Queue(job.queue)
     for report in queue.get(batch=True):

@@ -29,6 +29,8 @@ import pandas as pd
 
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
 from aiforge.core.output import OutputSpec
+from aiforge.core.templates import no_such_column
+from aiforge.core.types import UsageError
 from aiforge.dataframes.accessor import (
     ATTRS_KEY,
     BATCH_OPTIONS,
@@ -82,7 +84,7 @@ class PartitionSpec:
         # OPENAI_API_KEY, api_key, GATEWAY_API_KEY...: a spec travels in the task graph, a key must not.
         secret = [name for name in settings if "api_key" in name.lower()]
         if secret:
-            raise ValueError(
+            raise UsageError(
                 f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
                 "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
             )
@@ -95,7 +97,7 @@ class PartitionSpec:
         elif operation == "extract":
             prompt = extraction_prompt(output)
         if prompt is None:
-            raise ValueError(f"{operation}: give the row template, e.g. 'Summarise: {{review}}'.")
+            raise UsageError(f"{operation}: give the row template, e.g. 'Summarise: {{review}}'.")
         return cls(operation, prompt, output, tuple(labels), column, concurrency, dict(settings), options)
 
     def empty_columns(self, index: pd.Index) -> pd.DataFrame:
@@ -128,8 +130,7 @@ def run_partition(part: pd.DataFrame, spec: PartitionSpec) -> BatchResult:
     """``run_batch`` over the rows of ``part`` with the process's agent for ``spec.settings``."""
     if spec.operation == "extract":
         if spec.column not in part.columns:
-            columns = ", ".join(map(repr, part.columns))
-            raise ValueError(f"extract: no column {spec.column!r}; the columns are: {columns}.")
+            raise UsageError(no_such_column("extract", spec.column, part.columns))
         items: Any = part[spec.column]
     else:
         items = part

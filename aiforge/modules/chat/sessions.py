@@ -15,7 +15,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aiforge.core.types import ConfigError, Message
+from aiforge.core.types import ConfigError, Message, UsageError
 from aiforge.modules.chat.memory import Conversation, new_conversation_id
 from aiforge.store import Store, StoreError
 from aiforge.store.log import LogEntry, TurnLog
@@ -74,7 +74,7 @@ class ChatStore:
         self._shared: _Shared | None = None
         if session is not None:
             if not isinstance(session, str) or not session:
-                raise ValueError(f"session must be a non-empty name (str), not {session!r}")
+                raise UsageError(f"session must be a non-empty name (str), not {session!r}")
             with _shared_lock:
                 of_store = _shared.setdefault(store, {})
                 self._shared = of_store.get(session)

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from aiforge.core.render import replace_lone_surrogates
-from aiforge.core.types import ToolCall, ToolSpec
+from aiforge.core.types import ToolCall, ToolSpec, UsageError
 
 
 def tool_spec(tool: Any) -> ToolSpec:
@@ -101,7 +101,7 @@ def function_tool(fn: Any) -> Any:
 
     name = getattr(fn, "__name__", "")
     if not name.isidentifier():
-        raise ValueError(
+        raise UsageError(
             f"{fn!r} has no usable name for a tool ({name or 'none'}): define it with def, not lambda or partial"
         )
     description = None if (inspect.getdoc(fn) or "").strip() else name
@@ -111,14 +111,14 @@ def function_tool(fn: Any) -> Any:
             None if is_async else fn, coroutine=fn if is_async else None, description=description, parse_docstring=True
         )
     except ValueError as exc:  # e.g. the docstring documents an argument the function does not have
-        raise ValueError(f"tool {name!r}: {exc}") from None
+        raise UsageError(f"tool {name!r}: {exc}") from None
 
 
 def _checked(tools: Any) -> list[Any]:
     if tools is None:
         return []
     if not isinstance(tools, list | tuple):
-        raise ValueError(f"tools must be a list of tools, got {type(tools).__name__}")
+        raise UsageError(f"tools must be a list of tools, got {type(tools).__name__}")
     checked: list[Any] = []
     names: set[str] = set()
     for i, tool in enumerate(tools):
@@ -126,11 +126,11 @@ def _checked(tools: Any) -> list[Any]:
         if missing and (inspect.isfunction(tool) or inspect.ismethod(tool)):
             tool = function_tool(tool)
         elif missing:
-            raise ValueError(
+            raise UsageError(
                 f"tools[{i}] ({tool!r}) is neither a function nor a LangChain tool: it lacks {', '.join(missing)}"
             )
         if tool.name in names:
-            raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
+            raise UsageError(f"two tools are named {tool.name!r}; tool names must be unique")
         names.add(tool.name)
         checked.append(tool)
     return checked

@@ -24,7 +24,7 @@ import ipywidgets as widgets
 
 from aiforge.core.aio import background_loop, run_sync
 from aiforge.core.render import UPDATE_INTERVAL, Throttle, describe_error
-from aiforge.core.types import AIForgeError
+from aiforge.core.types import AIForgeError, UsageError
 from aiforge.modules.chat.module import ChatAgent
 from aiforge.modules.chat.panel_view import ENTER_TO_SEND_JS, JUMP_HTML, PANEL_JS, STYLE, render_entry
 from aiforge.modules.chat.schemas import ChatResponse
@@ -56,9 +56,9 @@ class ChatPanel:
         if agent is None:
             agent = ChatAgent(tools=_resolve_tools(tools), session=session)
         elif session is not None:
-            raise ValueError("pass session= to the ChatAgent you give the panel, or let ChatPanel build it")
+            raise UsageError("pass session= to the ChatAgent you give the panel, or let ChatPanel build it")
         elif not (isinstance(tools, str) and tools == "builtin"):
-            raise ValueError("pass tools to the ChatAgent you give the panel, or let ChatPanel(tools=...) build one")
+            raise UsageError("pass tools to the ChatAgent you give the panel, or let ChatPanel(tools=...) build one")
         self.agent = agent
         self.update_interval = update_interval
         self.transcript: list[dict[str, Any]] = []
@@ -313,7 +313,7 @@ def _resolve_tools(tools: Any) -> list[Any]:
         return []
     if isinstance(tools, str):
         if tools != "builtin":
-            raise ValueError(f"tools must be 'builtin', None or a list of tools, got {tools!r}")
+            raise UsageError(f"tools must be 'builtin', None or a list of tools, got {tools!r}")
         return builtin_tools()
     return list(tools)
 
@@ -324,7 +324,7 @@ def _row(call: dict[str, Any]) -> dict[str, Any]:
 
 def _check_text(text: Any) -> None:
     if not isinstance(text, str) or not text.strip():
-        raise ValueError("the message must be a non-empty string")
+        raise UsageError("the message must be a non-empty string")
 
 
 def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
