@@ -83,14 +83,14 @@ def score(item: Item, response: Any) -> bool:
     return found
 
 
-def evaluate(config: str, quick: bool = False) -> Scores:
+def evaluate(config: str, quick: bool = False, only: set[str] | None = None) -> Scores:
     plain, tooled = agents(config)
     plain.chat("Hi")  # load the model outside the timings
     scores = Scores()
     seen: Counter[str] = Counter()
     for item in ITEMS:
         seen[item.category] += 1
-        if quick and seen[item.category] > 2:
+        if (quick and seen[item.category] > 2) or (only and item.category not in only):
             continue
         uses_tools = item.category in ("tool", "no_tool", "chit_chat")
         started = time.perf_counter()
@@ -115,7 +115,8 @@ def _hit_cap(response: Any) -> bool:
 
 
 def lines(results: dict[str, Scores]) -> list[tuple[str, list[str]]]:
-    categories = list(dict.fromkeys(item.category for item in ITEMS))
+    ran = {category for scores in results.values() for category in scores.right}
+    categories = [c for c in dict.fromkeys(item.category for item in ITEMS) if c in ran]
     pct = lambda x: f"{100 * x:.0f}%"  # noqa: E731
     out = [(f"accuracy: {c}", [pct(s.accuracy(c)) for s in results.values()]) for c in categories]
     out += [

@@ -112,8 +112,8 @@ def test_the_grammar_of_a_retry_forbids_placeholder_characters_in_free_strings_o
 
     strict = forbid_placeholders(schema)
 
-    assert strict["properties"]["a"]["pattern"] == r'^[^<>{}"\\]*$'
-    assert strict["properties"]["short"] == {"type": "string", "pattern": r'^[^<>{}"\\]{0,100}$'}
+    assert strict["properties"]["a"]["pattern"] == r'^[^<>{}"\\\n\r\t]*$'
+    assert strict["properties"]["short"] == {"type": "string", "pattern": r'^[^<>{}"\\\n\r\t]{0,100}$'}
     assert "pattern" not in strict["properties"]["b"] and "pattern" not in strict["properties"]["n"]
     assert "pattern" not in schema["properties"]["a"], "the caller's schema was changed"
 

@@ -121,7 +121,7 @@ def copied_value(value: Any, examples: set[str], said: str) -> str | None:
     return None
 
 
-_NO_PLACEHOLDER = r'[^<>{}"\\]'
+_NO_PLACEHOLDER = r'[^<>{}"\\\n\r\t]'
 
 
 def forbid_placeholders(schema: Any) -> Any:
@@ -133,7 +133,7 @@ def forbid_placeholders(schema: Any) -> Any:
     out = {key: forbid_placeholders(value) for key, value in schema.items()}
     if out.get("type") == "string" and not {"enum", "const", "pattern", "format"} & out.keys():
         # llama.cpp's grammar ignores maxLength beside a pattern: the pattern carries the bounds.
-        # A pattern's characters are written raw inside the JSON string, so no quote or backslash.
+        # A pattern's characters are written raw inside the JSON string: no quote, backslash or newline.
         low, high = out.pop("minLength", 0), out.pop("maxLength", None)
         bounds = f"{{{low},{'' if high is None else high}}}" if low or high is not None else "*"
         out["pattern"] = f"^{_NO_PLACEHOLDER}{bounds}$"
