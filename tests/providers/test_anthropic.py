@@ -261,8 +261,9 @@ def test_a_temperature_the_user_set_is_not_sent_and_the_agent_says_so_once(
     told.chat("hi")
 
     assert "temperature" not in llm_server.requests[0].json
-    assert [str(w.message) for w in caught if "TEMPERATURE" in str(w.message)] == [
+    said = [w for w in caught if "TEMPERATURE" in str(w.message)]
+    assert [str(w.message) for w in said] == [
         "TEMPERATURE=0.2 is not sent to the anthropic provider: the Messages API (version 2026-10-21, the "
         "anthropic SDK's default) rejects temperature for every model."
     ]
-    assert caught[0].filename == __file__  # pointed at the user's line
+    assert said[0].filename == __file__  # pointed at the user's line
