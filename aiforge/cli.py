@@ -154,7 +154,7 @@ def _interactive(agent: Any, as_json: bool, out: TextIO) -> None:
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the command line; returns the exit code."""
-    from aiforge.core.types import AIForgeError
+    from aiforge.core.types import AIForgeError, UsageError
 
     out = out or sys.stdout
     parser = _parser()
@@ -179,6 +179,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             _turn(agent, args.message, args.json, out)
         else:
             _interactive(agent, args.json, out)
+    except UsageError as exc:  # a bad argument, wherever it was found: exit 2 like argparse's
+        print(f"aiforge: error: {exc}", file=sys.stderr)
+        return 2
     except AIForgeError as exc:
         flag = _FLAGS.get(getattr(exc, "setting", None) or "")
         if flag and "keyword argument" in str(exc):
