@@ -390,6 +390,7 @@ def test_output_adds_one_typed_column_per_field_and_failed_rows_are_null() -> No
     assert frame.loc[103, ["sentiment", "stars", "error"]].isna().all()
     assert frame.loc[103, "batch_error"].startswith("OutputValidationError")
     assert [(f.index, f.position) for f in batch.failed] == [(103, 2)]  # the label the frame shows the error at
+    assert type(batch.failed[0].index) is int and repr(batch.failed[0]).startswith("BatchFailure(index=103,")
     assert "#103: OutputValidationError" in batch._repr_html_()
 
 

@@ -121,6 +121,8 @@ class BatchResult:
     def fail(self, position: int, error: BaseException) -> None:
         """Record input ``position`` as failed with ``error``, under its index label."""
         label = position if self.index is None else self.index[position]
+        if hasattr(label, "dtype") and hasattr(label, "item"):  # a NumPy scalar: the Python value reads plainly
+            label = label.item()
         self.failed.append(BatchFailure(label, self.inputs[position], error, position))
 
     def to_dataframe(self) -> pd.DataFrame:
