@@ -158,6 +158,9 @@ def test_a_placeholder_after_real_text_ends_the_answer_before_it() -> None:
 # --- the provider, through a scripted llama.cpp server -------------------------------------------------------------
 
 
+PARSE_FAILURE = "<llama.cpp could not parse the reply>"
+
+
 class ScriptedServer:
     """Answers each ``handle_chat_completions`` with the next scripted reply, streamed in small chunks."""
 
@@ -168,6 +171,10 @@ class ScriptedServer:
     def handle_chat_completions(self, request: dict[str, Any], callback: Any) -> None:
         self.requests.append(json.loads(json.dumps(request)))
         reply = self.replies[min(len(self.requests), len(self.replies)) - 1]
+        if reply == PARSE_FAILURE:  # llama.cpp's final parse of a reply failed, as it reports it
+            message = "The model produced output that does not match the expected peg-native format"
+            callback({"error": {"code": 500, "message": message, "type": "server_error"}})
+            return
         for start in range(0, len(reply), 4):
             if callback({"choices": [{"delta": {"content": reply[start : start + 4]}, "finish_reason": None}]}):
                 return
@@ -249,3 +256,11 @@ def test_a_model_that_keeps_copying_is_an_error_not_a_placeholder_answer(provide
         run(provider, server, QUESTION)
 
     assert len(server.requests) == 3
+
+
+def test_a_reply_llama_cpp_cannot_parse_is_decoded_again(provider: LocalProvider) -> None:
+    server = ScriptedServer(PARSE_FAILURE, '{"answer": "It shipped on 2 Dec."}')
+
+    *chunks, final = run(provider, server, QUESTION)
+
+    assert final.text == "It shipped on 2 Dec." == "".join(chunks) and len(server.requests) == 2

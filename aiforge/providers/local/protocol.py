@@ -18,7 +18,7 @@ from typing import Any
 
 from aiforge.core.output import OutputSpec
 from aiforge.core.types import Message, ToolCall, ToolSpec, new_tool_call
-from aiforge.providers.local.placeholders import EXAMPLE_ANSWER, example_arguments
+from aiforge.providers.local.placeholders import EXAMPLE_ANSWER, copied_value, example_arguments
 from aiforge.providers.local.structured import (
     answer_placeholder,
     answer_schema,
@@ -281,3 +281,33 @@ def parse_reply(stream: AnswerStream) -> tuple[str, list[ToolCall]]:
         name = json.loads(f'"{opening.group(1)}"')
         return "", [new_tool_call(name, stream.raw)]
     return "", []
+
+
+def reply_problem(
+    text: str,
+    tool_calls: list[ToolCall],
+    copied: bool,
+    messages: list[Message],
+    examples: set[str],
+    said: str,
+    structured: bool,
+) -> str | None:
+    """Why a constrained reply must be decoded again: "placeholder", "copy" (of an example value),
+    "repeat" (a call already answered); None when it stands. ``copied``: the answer was a copy."""
+    if tool_calls:
+        arguments = tool_calls[0]["arguments"]
+        if isinstance(arguments, dict | list) and copied_value(arguments, set(), said) is not None:
+            return "placeholder"
+        if isinstance(arguments, dict | list) and copied_value(arguments, examples, said) is not None:
+            return "copy"
+        # A small model tends to call again for a result it already has: make it answer.
+        return "repeat" if repeats_a_call(tool_calls[0], messages) else None
+    if copied:
+        return "placeholder"
+    if structured:
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            return None  # cut off: validation above the provider reports it
+        return "placeholder" if copied_value(answer, set(), said) is not None else None
+    return None

@@ -11,7 +11,6 @@ JSON text is what streams and what ``Completion.text`` holds.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from collections.abc import AsyncGenerator
@@ -37,7 +36,6 @@ from aiforge.providers.local.loops import LoopGuard
 from aiforge.providers.local.placeholders import (
     EXAMPLE_ANSWER,
     PlaceholderGuard,
-    copied_value,
     example_strings,
     forbid_placeholders,
     user_text,
@@ -48,7 +46,7 @@ from aiforge.providers.local.protocol import (
     JsonAnswerStream,
     chat_messages,
     parse_reply,
-    repeats_a_call,
+    reply_problem,
     reply_schema,
 )
 from aiforge.providers.local.tool_gate import relevant_tools
@@ -260,13 +258,22 @@ class LocalProvider(Provider):
             # Structured answers are JSON, which the guards' sentences and placeholders do not describe.
             guard = LoopGuard(self.loop_guard and output is None)
             copies = PlaceholderGuard({EXAMPLE_ANSWER} if examples else set(), enabled=output is None)
-            async with aclosing(self._decode(run, request)) as deltas:
-                async for delta in deltas:
-                    piece = copies.feed(reply.feed(delta))
-                    if copies.cut:
-                        run.stop.set()
-                    if piece and (shown := self._guarded(guard, run, piece)):
-                        yield shown
+            shown_any = False
+            try:
+                async with aclosing(self._decode(run, request)) as deltas:
+                    async for delta in deltas:
+                        piece = copies.feed(reply.feed(delta))
+                        if copies.cut:
+                            run.stop.set()
+                        if piece and (shown := self._guarded(guard, run, piece)):
+                            shown_any = True
+                            yield shown
+            except ProviderError as exc:
+                # llama.cpp's final parse of the reply failed ("does not match the expected
+                # peg-native format"): an invalid reply like a copy, unless part of it was shown.
+                if shown_any or attempt == ATTEMPTS - 1 or "does not match the expected" not in str(exc):
+                    raise
+                copies.cut = True
             piece = copies.finish()
             if piece and (shown := self._guarded(guard, run, piece)):
                 yield shown
@@ -274,7 +281,7 @@ class LocalProvider(Provider):
                 yield rest
             usage += run.final_usage()
             text, tool_calls = parse_reply(reply)
-            problem = self._problem(text, tool_calls, copies, messages, examples, said, output)
+            problem = reply_problem(text, tool_calls, copies.copied, messages, examples, said, output is not None)
             if problem is None:
                 break
             if problem == "placeholder" and attempt == 0:
@@ -290,32 +297,3 @@ class LocalProvider(Provider):
         if copies.cut and not tool_calls:
             text = copies.text
         yield self._completion(run, text, tool_calls, usage, guard)
-
-    @staticmethod
-    def _problem(
-        text: str,
-        tool_calls: list[ToolCall],
-        copies: PlaceholderGuard,
-        messages: list[Message],
-        examples: set[str],
-        said: str,
-        output: OutputSpec | None,
-    ) -> str | None:
-        """Why a reply must be decoded again: "placeholder", "copy" (of an example), "repeat" (a call); or None."""
-        if tool_calls:
-            arguments = tool_calls[0]["arguments"]
-            if isinstance(arguments, dict | list) and copied_value(arguments, set(), said) is not None:
-                return "placeholder"
-            if isinstance(arguments, dict | list) and copied_value(arguments, examples, said) is not None:
-                return "copy"
-            # A small model tends to call again for a result it already has: make it answer.
-            return "repeat" if repeats_a_call(tool_calls[0], messages) else None
-        if copies.copied:
-            return "placeholder"
-        if output is not None:
-            try:
-                answer = json.loads(text)
-            except ValueError:
-                return None  # cut off: validation above the provider reports it
-            return "placeholder" if copied_value(answer, set(), said) is not None else None
-        return None
