@@ -26,7 +26,7 @@ from aiforge.core.types import (
     RateLimitError,
 )
 from tests.modules.chat.checks import assert_valid_history
-from tests.reliability.conftest import KEY, client_sockets, client_threads, make_agent, rejected
+from tests.reliability.conftest import KEY, client_sockets, client_threads, make_agent, rejected, within
 from tests.support.llm_server import Fault, LLMServer, Reply, ToolCallSpec
 
 
@@ -51,21 +51,22 @@ def test_retry_after_is_honoured_then_the_call_succeeds(srv: LLMServer, wire_age
     first, second, third = srv.requests
     assert srv.request_count == 3
     assert second.time - first.time >= 0.98 and third.time - second.time >= 0.98  # the waits were honoured
-    assert second.time - first.time < 2.5 and third.time - second.time < 2.5  # ...and not padded with backoff
+    # No upper bound: how the wait is made up (the hint exactly, no backoff added; the pacer's slower pace after a
+    # 429) is checked on fake clocks in tests/core/test_retry.py and tests/providers/test_pacing.py; a limit on
+    # wall time here would only measure how busy the machine is.
     assert first.body == second.body == third.body
 
 
 def test_retry_after_above_the_cap_raises_rate_limit_error_at_once(srv: LLMServer, wire_agent) -> None:
-    srv.enqueue(Fault(status=429, retry_after=60), Reply(text="never asked"))
+    srv.enqueue(Fault(status=429, retry_after=3600), Reply(text="never asked"))
     agent = wire_agent(MAX_RETRIES=3, RETRY_MAX_WAIT=5)
 
-    started = time.monotonic()
-    with pytest.raises(RateLimitError) as caught:
+    # Waiting out the hour (or the 5 s cap, then asking again) would be the bug; 60 s only guards against that hang.
+    with within(60), pytest.raises(RateLimitError) as caught:
         agent.chat("hello")
 
-    assert time.monotonic() - started < 2
     assert srv.request_count == 1
-    assert caught.value.retry_after == 60
+    assert caught.value.retry_after == 3600
     assert caught.value.status_code == 429
     assert "RETRY_MAX_WAIT" in str(caught.value)
     assert agent.history == []
@@ -140,7 +141,9 @@ def test_hanging_server_times_out_after_the_configured_attempts(srv: LLMServer, 
     agent = wire_agent(TIMEOUT=0.3, MAX_RETRIES=1)
 
     started = time.monotonic()
-    with pytest.raises(APITimeoutError) as caught:
+    # Only a hang guard: the default TIMEOUT (60 s, twice) would trip it; that 0.3 s is the limit used is
+    # test_slow_answer_beyond_the_timeout_is_a_timeout's.
+    with within(60), pytest.raises(APITimeoutError) as caught:
         if mode == "complete":
             agent.chat("hello")
         else:
@@ -148,17 +151,23 @@ def test_hanging_server_times_out_after_the_configured_attempts(srv: LLMServer, 
     elapsed = time.monotonic() - started
 
     assert srv.request_count == 2
-    assert 0.55 <= elapsed < 5
+    assert elapsed >= 0.55  # each attempt waited for its timeout (a lower bound: a busy machine only adds to it)
     assert "TIMEOUT" in str(caught.value)
     assert agent.history == []
 
 
-def test_slow_answer_beyond_the_timeout_is_a_timeout(srv: LLMServer, wire_agent) -> None:
-    srv.latency = 1.5
+@pytest.mark.parametrize("mode", ["complete", "stream"])
+def test_slow_answer_beyond_the_timeout_is_a_timeout(srv: LLMServer, wire_agent, mode: str) -> None:
+    # The answer would come after 30 s (the server's wait ends when it closes): only the configured 0.3 s makes
+    # this a timeout, however busy the machine; with the default TIMEOUT (60 s) the call would succeed.
+    srv.latency = 30
     agent = wire_agent(TIMEOUT=0.3, MAX_RETRIES=0)
 
     with pytest.raises(APITimeoutError):
-        agent.chat("hello")
+        if mode == "complete":
+            agent.chat("hello")
+        else:
+            list(agent.run_stream("hello"))
     assert srv.request_count == 1
 
 
@@ -194,12 +203,10 @@ def test_server_that_accepts_and_never_answers_times_out(silent_listener, protoc
     url, accepted = silent_listener
     agent = make_agent(url, protocol, TIMEOUT=0.3, MAX_RETRIES=2)
 
-    started = time.monotonic()
-    with pytest.raises(APITimeoutError):
+    with within(60), pytest.raises(APITimeoutError):  # 60 s only guards against a hang
         agent.chat("hello")
 
     assert len(accepted) == 3  # one connection per attempt: the timed-out one is not reused
-    assert time.monotonic() - started < 5
 
 
 def test_timeouts_leak_no_connections_or_threads(srv: LLMServer, wire_agent) -> None:
@@ -217,7 +224,7 @@ def test_timeouts_leak_no_connections_or_threads(srv: LLMServer, wire_agent) -> 
         with pytest.raises(APITimeoutError):
             list(agent.run_stream(f"stream {i}"))
 
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 60  # only guards against a hang
     while srv.in_flight and time.monotonic() < deadline:  # the server notices the clients leaving
         time.sleep(0.02)
     assert srv.in_flight == 0, "a timed-out request is still open on the server"
@@ -337,15 +344,19 @@ def test_complete_call_cut_mid_body_is_retried(srv: LLMServer, protocol: str, wi
 
 async def test_a_hanging_call_does_not_block_other_turns(srv: LLMServer, protocol: str) -> None:
     # Agents share the provider and its connection pool: one stuck request must not stall the others.
-    hanging = make_agent(srv, protocol, TIMEOUT=2.0)
+    # Its TIMEOUT outlasts the others however busy the machine is (a hang's timeout is tested above), so "still
+    # waiting" below is an ordering, not a race; it is then stopped like any turn.
+    hanging = make_agent(srv, protocol, TIMEOUT=60.0)
     fine = [make_agent(srv, protocol) for _ in range(5)]
     srv.enqueue(Fault(hang=True))
 
     stuck = asyncio.create_task(hanging.achat("stuck"))
-    await asyncio.to_thread(srv.wait_for_requests, 1)
+    assert await asyncio.to_thread(srv.wait_for_requests, 1, 60)  # the hang is the first request
     answers = await asyncio.gather(*(agent.achat(f"q{i}") for i, agent in enumerate(fine)))
 
     assert [a.message for a in answers] == [f"echo: q{i}" for i in range(5)]
     assert not stuck.done()  # the others finished while it was still waiting
-    with pytest.raises(APITimeoutError):
+    stuck.cancel()
+    with pytest.raises(asyncio.CancelledError):
         await stuck
+    assert hanging.history == []
