@@ -129,14 +129,16 @@ class Turn:
         }
 
 
-TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens", "loop"})
-"""Finish reasons of a cut reply: OpenAI's and local llama.cpp's token limit, Anthropic's, the local loop guard."""
+TOKEN_LIMIT_FINISH_REASONS = frozenset({"length", "max_tokens"})
+"""Finish reasons of a reply cut at its token limit: OpenAI's and llama.cpp's, Anthropic's."""
+TRUNCATED_FINISH_REASONS = TOKEN_LIMIT_FINISH_REASONS | {"loop"}
+"""Finish reasons of a cut reply: a token limit, or the local model's loop guard."""
 
 
-def final_call_truncated(trace: list[dict[str, Any]]) -> bool:
-    """True when the turn's last model call (a memory summary aside) ended cut."""
+def final_call_truncated(trace: list[dict[str, Any]], reasons: frozenset[str] = TRUNCATED_FINISH_REASONS) -> bool:
+    """True when the turn's last model call (a memory summary aside) ended cut, for one of ``reasons``."""
     calls = [r for r in trace if r.get("step") == "model" and r.get("node") != "summary"]
-    return bool(calls) and calls[-1].get("finish_reason") in TRUNCATED_FINISH_REASONS
+    return bool(calls) and calls[-1].get("finish_reason") in reasons
 
 
 _DONE = object()

@@ -16,6 +16,7 @@ from typing import Any
 from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
 from aiforge.core.types import Message
 from aiforge.modules.chat.agent import run_graph
+from aiforge.modules.chat.runtime import TOKEN_LIMIT_FINISH_REASONS, final_call_truncated
 
 VALIDATION_STEP = "validation"
 
@@ -79,10 +80,16 @@ async def run_turn(
             value = spec.validate(reply)
         except OutputValidationError as error:
             outcome.trace.append(_validation_record(spec, attempt, reply, error, started))
+            attempts = f"after {attempt} attempt{'s' if attempt > 1 else ''}"
+            if final_call_truncated(final["trace"], TOKEN_LIMIT_FINISH_REASONS):
+                # Asking again at the same limit cuts the answer again: say what to change instead of paying twice.
+                raise OutputValidationError(
+                    f"{error} (the reply was cut at the token limit, {attempts}; raise MAX_TOKENS for the whole)",
+                    raw_text=error.raw_text, errors=error.errors,
+                ) from None
             if attempt > retries:
                 raise OutputValidationError(
-                    f"{error} (after {attempt} attempt{'s' if attempt > 1 else ''})",
-                    raw_text=error.raw_text, errors=error.errors,
+                    f"{error} ({attempts})", raw_text=error.raw_text, errors=error.errors
                 ) from None
             # The failed reply is dropped from history, the tool units before it are kept.
             outcome.produced += produced[:-1]

@@ -68,3 +68,22 @@ def test_the_cli_and_the_notebook_footer_say_the_reply_was_cut(srv: LLMServer, m
     srv.enqueue(Reply("Once upon", stop_reason="length", usage={"output_tokens": 2}))
     response = make_wire_agent(srv, "openai").chat("Tell me a story")
     assert footer_text(response).endswith("cut at 2 tokens; set MAX_TOKENS for more")
+
+
+def test_a_typed_answer_cut_at_the_token_limit_is_not_asked_again(srv: LLMServer, wire_agent: WireAgent) -> None:
+    """Retrying at the same MAX_TOKENS cuts the JSON again: one request, and the error says to raise the limit."""
+    import pytest
+    from pydantic import BaseModel
+
+    from aiforge import OutputValidationError
+
+    class Review(BaseModel):
+        sentiment: str
+        rating: int
+
+    srv.enqueue(Reply('{"sentiment": "posi', stop_reason="length", usage={"output_tokens": 6}))
+    agent = wire_agent()
+    with pytest.raises(OutputValidationError, match="cut at the token limit.*raise MAX_TOKENS"):
+        agent.chat("Great blender", output=Review)
+    assert len(srv.requests) == 1
+    assert agent.history == []
