@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import string
-import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from aiforge.jupyter.interpolation import interpolate
 from aiforge.providers.scripted import ScriptedProvider
 from aiforge.tools import calculator
 from tests.modules.chat.checks import assert_valid_history
-from tests.reliability.conftest import KEY, make_agent, rejected, tool_results_of
+from tests.reliability.conftest import KEY, make_agent, rejected, tool_results_of, within
 from tests.support.llm_server import LLMServer, Reply, ToolCallSpec
 
 BOUNDED = settings(
@@ -87,9 +87,8 @@ def test_any_message_round_trips_or_is_refused(echo_server: LLMServer, protocol:
             assert echo_server.request_count == sent  # refused before any request
             assert agent.history == before
             return
-        started = time.monotonic()
-        response = agent.chat(text)
-        assert time.monotonic() - started < 10
+        with within(60):  # never a hang; how fast is bench/'s business
+            response = agent.chat(text)
         assert echo_server.requests[-1].last_user_text == text  # sent byte for byte
         assert response.message == f"echo: {text}"
         history = agent.history
@@ -178,11 +177,10 @@ def test_any_tool_arguments_run_the_tool_or_answer_with_an_error(echo_server: LL
         echo_server.reset()
         echo_server.enqueue(Reply(tool_calls=[ToolCallSpec("record", arguments)]), Reply(text="done"))
         sent = 0
-        started = time.monotonic()
 
-        text = "".join(agent.run_stream("Record this."))  # streamed: raw argument text reaches aiforge verbatim
+        with within(60):  # never a hang; how fast is bench/'s business
+            text = "".join(agent.run_stream("Record this."))  # streamed: raw argument text reaches aiforge verbatim
 
-        assert time.monotonic() - started < 10
         assert text == "done"
         (record,) = agent.last_response.tool_calls
         follow_up = echo_server.requests[sent + 1]
@@ -393,12 +391,11 @@ def test_any_yaml_file_is_loaded_or_a_config_error(tmp_path: Path) -> None:
     @given(document=st.one_of(_yaml_documents().map(str.encode), st.binary(max_size=100)))
     def check(document: bytes) -> None:
         path = files.write(document)
-        started = time.monotonic()
         try:
-            _load_from(path)
+            with within(60):  # never a hang; how fast is bench/'s business
+                _load_from(path)
         except ConfigError as exc:
             assert str(path) in str(exc) or "setting" in str(exc)
-        assert time.monotonic() - started < 2
         assert not (tmp_path / "pwned").exists()
 
     check()
@@ -443,18 +440,30 @@ HOSTILE_EXPRESSIONS = [
 ]
 
 
-def run_calculator(expression: str) -> tuple[str, float]:
-    started = time.thread_time()
-    output = calculator.invoke({"expression": expression})
-    return output, time.thread_time() - started
+# "Quickly" measured as work, not seconds (a busy machine stretches any time limit): refusing or computing an
+# expression allocates under 30 kB; building a number the calculator refuses would not (factorial(10**5) alone
+# allocates over 1 MB, 9**9**9 about 150 MB).
+CALCULATOR_PEAK_BYTES = 256 * 1024
+
+
+def run_calculator(expression: str) -> tuple[str, int]:
+    """The tool's output and the peak bytes it allocated on the way."""
+    calculator.invoke({"expression": "1"})  # the tool's first call fills langchain's caches: not the expression's work
+    tracemalloc.start()
+    try:
+        output = calculator.invoke({"expression": expression})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return output, peak
 
 
 @pytest.mark.parametrize("expression", HOSTILE_EXPRESSIONS, ids=lambda e: e[:30])
 def test_calculator_refuses_hostile_input_quickly(expression: str, tmp_path: Path) -> None:
-    output, cpu = run_calculator(expression)
+    output, peak = run_calculator(expression)
 
     assert isinstance(output, str)
-    assert cpu < 0.1, f"{cpu:.3f} s of CPU for {expression[:40]!r}"
+    assert peak < CALCULATOR_PEAK_BYTES, f"{peak:,} bytes allocated for {expression[:40]!r}"
     assert not (tmp_path / "pwned").exists()
     if "__" in expression or "open" in expression or "exec" in expression or "lambda" in expression:
         assert output.startswith("Error")
@@ -471,9 +480,9 @@ calculator_tokens = st.sampled_from([
 @BOUNDED
 @given(expression=st.one_of(st.lists(calculator_tokens, max_size=40).map("".join), st.text(max_size=80)))
 def test_calculator_never_raises_and_stays_fast(expression: str) -> None:
-    output, cpu = run_calculator(expression)
+    output, peak = run_calculator(expression)
     assert isinstance(output, str) and output
-    assert cpu < 0.1
+    assert peak < CALCULATOR_PEAK_BYTES
 
 
 # ---------------------------------------------------------------------------
