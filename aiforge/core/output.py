@@ -232,7 +232,7 @@ def _strict(schema: dict[str, Any], defs: dict[str, Any], path: str) -> dict[str
         del schema["default"]  # nullable already says it
     if schema.get("type") == "object" or "properties" in schema:
         if "properties" not in schema and schema.get("additionalProperties") is not False:
-            raise ValueError(
+            raise UsageError(
                 f"OpenAI strict mode cannot express free-form keys (at {path or 'the root'}): "
                 "use a model or TypedDict with named fields instead of a dict type."
             )

@@ -20,6 +20,7 @@ from aiforge.core.costs import CostTracker
 from aiforge.core.output import OutputSpec
 from aiforge.core.settings import AIForgeSettings, load_settings
 from aiforge.core.templates import RowTemplate, batch_prompts
+from aiforge.core.types import UsageError
 from aiforge.modules.batch.embedded import warn_if_embedded
 from aiforge.modules.batch.estimate import BatchEstimate, ItemPricer, estimate_of, item_pricer
 from aiforge.modules.batch.results import BatchFailure, BatchItem, BatchResult, MissingValueError
@@ -59,7 +60,7 @@ class BaseModule(SubmitsBatchJobs, ABC):
         from aiforge.providers.base import Provider
 
         if provider is not None and not isinstance(provider, str | Provider):
-            raise ValueError(f"provider must be a provider name or a Provider instance, got {type(provider).__name__}")
+            raise UsageError(f"provider must be a provider name or a Provider instance, got {type(provider).__name__}")
         if isinstance(provider, str):
             overrides["PROVIDER"] = provider
         if cache is not None:
@@ -70,7 +71,7 @@ class BaseModule(SubmitsBatchJobs, ABC):
 
             parse_price_overrides(self.settings.PRICES)  # a malformed entry fails here, not mid-conversation
         if quality is not None and quality not in ("high", "medium", "low"):
-            raise ValueError(f"quality must be 'high', 'medium' or 'low', got {quality!r}")
+            raise UsageError(f"quality must be 'high', 'medium' or 'low', got {quality!r}")
         self.quality = quality or self.settings.DEFAULT_QUALITY
         if isinstance(provider, Provider):
             self.provider = provider
@@ -117,7 +118,7 @@ class BaseModule(SubmitsBatchJobs, ABC):
 
         store = Store.for_setting(value, kind="cache")
         if store is not None and not self.supports_cache:
-            raise ValueError(f"{type(self).__name__} has no response cache; leave CACHE / cache= off for it.")
+            raise UsageError(f"{type(self).__name__} has no response cache; leave CACHE / cache= off for it.")
         return None if store is None else ResponseCache(store)
 
     async def _arun_batch_item(self, text: str, *, output: Any = None, cache: ResponseCache | None = None) -> Any:
@@ -227,18 +228,18 @@ class BaseModule(SubmitsBatchJobs, ABC):
         prompts = batch_prompts(items, prompt)
         inputs = prompts.texts
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+            raise UsageError(f"concurrency must be an integer >= 1, got {concurrency!r}")
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
-            raise ValueError(f"max_batch must be an integer >= 1, got {max_batch!r}")
+            raise UsageError(f"max_batch must be an integer >= 1, got {max_batch!r}")
         if len(inputs) > max_batch:
-            raise ValueError(
+            raise UsageError(
                 f"run_batch got {len(inputs)} items but max_batch={max_batch}; "
                 f"pass max_batch={len(inputs)} to process them all, or split the list"
             )
         max_cost = options["max_cost"]
         if max_cost is not None and (isinstance(max_cost, bool) or not isinstance(max_cost, int | float)
                                      or not max_cost >= 0):
-            raise ValueError(f"max_cost must be a number of USD >= 0, got {max_cost!r}")
+            raise UsageError(f"max_cost must be a number of USD >= 0, got {max_cost!r}")
         cache = self.response_cache if options["cache"] is None else self._open_cache(options["cache"])
         batch = self._batch_fingerprint(inputs, spec)
         checkpoint = self._checkpoint(options["checkpoint"], batch, options["restart"])
@@ -306,7 +307,7 @@ class BaseModule(SubmitsBatchJobs, ABC):
         from aiforge.store import Checkpoint, Store
 
         if isinstance(path, bool) or path == "memory":
-            raise ValueError(f"checkpoint= is a file path (one file per batch), not {path!r}")
+            raise UsageError(f"checkpoint= is a file path (one file per batch), not {path!r}")
         return Checkpoint(Store.for_setting(path, kind="data"), batch, restart=restart)  # type: ignore[arg-type]
 
     def _finished(

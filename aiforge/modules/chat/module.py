@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiforge.core.aio import run_sync
 from aiforge.core.settings import check_overrides
-from aiforge.core.types import CallParams, ConfigError, Message
+from aiforge.core.types import CallParams, ConfigError, Message, UsageError
 from aiforge.modules.base import BaseModule
 from aiforge.modules.chat.agent import ChatAgentState, build_chat_graph
 from aiforge.modules.chat.arguments import checked_message, checked_positive
@@ -61,14 +61,14 @@ class ChatAgent(BaseModule):
         **kwargs: Any,
     ) -> None:
         if memory not in MEMORY_MODES:
-            raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_MODES))}; got {memory!r}")
+            raise UsageError(f"memory must be one of {', '.join(map(repr, MEMORY_MODES))}; got {memory!r}")
         self.memory_k = checked_positive("memory_k", memory_k)
         self.max_tool_iterations = checked_positive("max_tool_iterations", max_tool_iterations)
         if isinstance(output_retries, bool) or not isinstance(output_retries, int) or output_retries < 0:
-            raise ValueError(f"output_retries must be an integer >= 0, got {output_retries!r}")
+            raise UsageError(f"output_retries must be an integer >= 0, got {output_retries!r}")
         self.output_retries = output_retries
         if system_prompt is not None and not isinstance(system_prompt, str):
-            raise ValueError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
+            raise UsageError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
         self.memory_mode = memory
         toolset = Toolset(tools)
         self.tools = toolset.tools
@@ -245,7 +245,7 @@ class ChatAgent(BaseModule):
 
     def _context(self, conversation: Conversation, system_prompt: str | None) -> list[Message]:
         if system_prompt is not None and not isinstance(system_prompt, str):
-            raise ValueError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
+            raise UsageError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
         head: list[Message] = [{"role": "system", "content": system_prompt or self._base_prompt}]
         if conversation.summary:
             head.append({"role": "system", "content": SUMMARY_PREFIX + conversation.summary})
