@@ -6,7 +6,7 @@ import ast
 import asyncio
 import operator
 import re
-import time
+import threading
 from typing import Any
 
 import pytest
@@ -103,32 +103,73 @@ def test_stream_yields_several_chunks_that_join_to_the_final_text(provider: Loca
     assert final.usage.output_tokens > 0
 
 
-def test_stream_delivers_tokens_while_decoding(provider: LocalProvider) -> None:
-    async def arrival_times() -> list[float]:
-        story = conversation("Write a story about a dragon who learns to cook.")
-        return [time.perf_counter() async for _ in provider.stream(story, None, GREEDY)]
+class HeldServer:
+    """llama.cpp's server as the engine calls it, with a hand on its per-chunk callback (the library's boundary).
 
-    *chunk_times, end = asyncio.run(arrival_times())
+    Records what aiforge answers to each chunk (True: stop decoding) and holds llama.cpp right after the first
+    chunk with text until ``release`` is set: orderings a test can assert on a busy machine, where times lie.
+    """
 
-    first, middle = chunk_times[0], chunk_times[len(chunk_times) // 2]
-    assert len(chunk_times) > 20
-    assert end - middle > 0.25 * (end - first) > 0, "the chunks arrived together, not as they were decoded"
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.answers: list[bool] = []
+        self.release = threading.Event()
+        self.released: list[bool] = []
+        """One entry once the hold ended: True if released, False if the 60 s hang guard ran out."""
+
+    def handle_chat_completions(self, request: dict[str, Any], callback: Any) -> Any:
+        def held(chunk: dict[str, Any]) -> bool:
+            stop = bool(callback(chunk))
+            self.answers.append(stop)
+            has_text = any((choice.get("delta") or {}).get("content") for choice in chunk.get("choices") or ())
+            if has_text and not self.released:
+                self.released.append(self.release.wait(60))
+            return stop
+
+        return self.real.handle_chat_completions(request, held)
 
 
-def test_closing_a_stream_early_stops_decoding(provider: LocalProvider) -> None:
-    long_story = CallParams(model="m", temperature=0, max_tokens=2000)
+@pytest.fixture
+def held_server(provider: LocalProvider, monkeypatch: pytest.MonkeyPatch) -> HeldServer:
+    server = HeldServer(provider.engine.server)
+    monkeypatch.setattr(provider.engine, "_server", server)
+    return server
 
-    async def read_one_chunk() -> None:
+
+def test_stream_delivers_tokens_while_decoding(provider: LocalProvider, held_server: HeldServer) -> None:
+    story = conversation("Write a story about a dragon who learns to cook.")
+
+    async def read() -> list[Any]:
+        events = []
+        async for event in provider.stream(story, None, GREEDY):
+            held_server.release.set()  # llama.cpp is held at its first chunk: only a streamed chunk gets here
+            events.append(event)
+        return events
+
+    *chunks, final = asyncio.run(read())
+
+    assert held_server.released == [True], "the first chunk reached the caller only after decoding ended"
+    assert len(chunks) > 20 and "".join(chunks) == final.text
+
+
+def test_closing_a_stream_early_stops_decoding(provider: LocalProvider, held_server: HeldServer) -> None:
+    long_story = CallParams(model="m", temperature=0, max_tokens=400)  # decoding all of it would take seconds
+
+    async def read_one_chunk_then_close() -> None:
         stream = provider.stream(conversation("Write a very long story about a dragon."), None, long_story)
         async for _ in stream:
             break
         await stream.aclose()
+        held_server.release.set()  # llama.cpp decodes on only after the close
+        # The loop stays open until the worker is free, so only aiforge's answer can stop the decoding (a closed
+        # loop would stop it too, by failing the callback); 60 s only guards against a hang.
+        await asyncio.wait_for(asyncio.wrap_future(provider.engine.executor.submit(lambda: None)), 60)
 
-    asyncio.run(read_one_chunk())
-    queued = time.perf_counter()
-    provider.engine.executor.submit(lambda: None).result(timeout=30)
+    asyncio.run(read_one_chunk_then_close())
 
-    assert time.perf_counter() - queued < 1.0, "the worker kept decoding for a closed stream"
+    assert held_server.released == [True]
+    assert held_server.answers[-1] is True, "the worker kept decoding for a closed stream"
+    assert held_server.answers.count(True) == 1  # llama.cpp stopped at the first "stop"
 
 
 def test_offers_a_tool_call_through_constrained_decoding(provider: LocalProvider) -> None:
