@@ -194,6 +194,10 @@ class TurnStream:
             if not finished and not task.done():
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+            elif not finished and not task.cancelled():
+                # A KeyboardInterrupt raised inside the turn escaped the loop to the caller, leaving
+                # the task holding it: retrieved here, or asyncio reports it as never retrieved.
+                task.exception()
 
     async def cancel(self) -> None:
         """Cancel the turn (the history stays as it was) and end the iteration."""
