@@ -123,6 +123,8 @@ def test_the_embedded_model_s_queue_is_queue_ms_not_latency() -> None:
     print(rows, result.wall_time_s)
     queue = sorted(row["queue_ms"] for row in rows)
     assert queue[-1] > 0
-    # Each item's own latency is its decoding, and the decodings took turns: together they fit in the
-    # batch's time (with the waits counted in, they were twice as long: 1 + 2 + 3 decodings in 3).
-    assert sum(row["latency_ms"] for row in rows) < 1.5 * 1000 * result.wall_time_s
+    # A turn lies inside its batch, so its wait plus its own time never exceed the batch's time (the figures the
+    # code recorded, compared with each other, whatever the machine's speed). Counted in the latency as well, the
+    # last item's wait for the two decodings before it would be in both: their sum would pass the batch's time.
+    for row in rows:
+        assert row["latency_ms"] + row["queue_ms"] <= 1000 * result.wall_time_s + 0.001
