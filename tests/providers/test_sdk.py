@@ -10,6 +10,7 @@ import gc
 import json
 import subprocess
 import sys
+import time
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
@@ -191,13 +192,19 @@ async def test_stream_failing_before_any_chunk_is_retried(
 
 async def test_leaving_a_stream_early_releases_it(llm_server: LLMServer, protocol: Any, make_provider: Any) -> None:
     llm_server.chunk_delay = 0.05
-    llm_server.enqueue(Reply(text="a long story " * 40))
+    llm_server.enqueue(Reply(text="a long story " * 2000))  # over 5 minutes of chunks unless the client hangs up
     provider = make_provider(protocol.base_url(llm_server))
     async with aclosing(provider.stream(HELLO, None, protocol.params)) as events:
         async for _ in events:
             break
+    # Released: the server saw the connection close and its handler ended, long before the story would have;
+    # 60 s only guards against a hang.
+    deadline = time.monotonic() + 60
+    while llm_server.in_flight and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert llm_server.in_flight == 0
     llm_server.chunk_delay = 0
-    completion = await asyncio.wait_for(provider.complete(HELLO, None, protocol.params), timeout=2)
+    completion = await asyncio.wait_for(provider.complete(HELLO, None, protocol.params), timeout=60)
     assert completion.text == "echo: hello"
 
 
