@@ -176,13 +176,13 @@ async def test_cancelling_a_turn_during_a_slow_tool_leaves_history_unchanged() -
     before = agent.history
 
     turn = asyncio.create_task(agent.achat("go slow"))
-    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.wait_for(started.wait(), 60)  # 60 s only guards against a hang
     turn.cancel()
     with pytest.raises(asyncio.CancelledError):
         await turn
 
     assert agent.history == before
-    assert (await asyncio.wait_for(agent.achat("next"), 5)).message == "after"
+    assert (await asyncio.wait_for(agent.achat("next"), 60)).message == "after"
 
 
 async def test_cancelling_a_turn_during_a_slow_model_call_leaves_history_unchanged() -> None:
@@ -201,7 +201,7 @@ async def test_cancelling_a_turn_during_a_slow_model_call_leaves_history_unchang
 
     fake.delay = 0
     assert agent.history == before
-    assert (await asyncio.wait_for(agent.achat("three"), 5)).message == "You said: three"
+    assert (await asyncio.wait_for(agent.achat("three"), 60)).message == "You said: three"
 
 
 def test_keyboard_interrupt_raised_by_a_tool_leaves_history_unchanged_and_agent_usable() -> None:

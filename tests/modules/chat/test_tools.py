@@ -332,7 +332,7 @@ def test_async_tools_of_one_step_run_concurrently() -> None:
         if started == 3:
             all_started.set()
         try:
-            await asyncio.wait_for(all_started.wait(), timeout=2)  # sequential execution would time out here
+            await asyncio.wait_for(all_started.wait(), timeout=60)  # sequential execution would time out here
         finally:
             active -= 1
         return key.upper()

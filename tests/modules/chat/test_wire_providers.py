@@ -373,7 +373,7 @@ async def test_cancelling_a_turn_waiting_on_the_server_keeps_history(srv, protoc
         await turn
 
     assert agent.history == before
-    assert (await asyncio.wait_for(agent.achat("three"), 10)).message == "after"
+    assert (await asyncio.wait_for(agent.achat("three"), 60)).message == "after"
 
 
 # ---------------------------------------------------------------------------
