@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
@@ -30,11 +29,13 @@ class _FakeWikipedia(BaseHTTPRequestHandler):
         "/page/summary/Long": LONG_PAGE,
     }
     user_agents: ClassVar[list[str]] = []
+    hang_up: ClassVar[threading.Event] = threading.Event()
+    """Set when the test ends: until then the "Slow" page never answers, however late the client gives up."""
 
     def do_GET(self) -> None:
         self.user_agents.append(self.headers.get("User-Agent", ""))
         if unquote(self.path) == "/page/summary/Slow":
-            time.sleep(1)  # longer than the client waits; it has hung up by now, so send nothing
+            self.hang_up.wait(60)  # the client has given up by now, so send nothing
             return
         page = self.pages.get(unquote(self.path))
         body = json.dumps(page or {"title": "Not found."}).encode()
@@ -55,7 +56,9 @@ def wikipedia_url() -> Iterator[str]:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     _FakeWikipedia.user_agents.clear()
+    _FakeWikipedia.hang_up.clear()
     yield f"http://127.0.0.1:{server.server_address[1]}"
+    _FakeWikipedia.hang_up.set()
     server.shutdown()
     server.server_close()
     thread.join()

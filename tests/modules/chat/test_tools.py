@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -350,7 +349,7 @@ def test_async_tools_of_one_step_run_concurrently() -> None:
 
 
 def test_sync_tools_of_one_step_run_concurrently_in_threads() -> None:
-    barrier = threading.Barrier(3, timeout=2)  # sequential execution would break the barrier
+    barrier = threading.Barrier(3, timeout=60)  # sequential execution would break the barrier
 
     def wait_for_peers(key: str) -> str:
         """Wait for the other calls."""
@@ -369,15 +368,19 @@ def test_sync_tools_of_one_step_run_concurrently_in_threads() -> None:
 
 def test_parallel_results_keep_call_order_when_tools_finish_out_of_order() -> None:
     finished: list[str] = []
+    fast_finished = asyncio.Event()
 
-    async def sleepy(key: str, seconds: float) -> str:
-        """Sleep, then answer."""
-        await asyncio.sleep(seconds)
+    async def sleepy(key: str) -> str:
+        """Answer; the "slow" call only after the "fast" one (an ordering, not a race of sleeps)."""
+        if key == "slow":
+            await asyncio.wait_for(fast_finished.wait(), 60)  # 60 s only bounds the failure
         finished.append(key)
+        if key == "fast":
+            fast_finished.set()
         return key
 
     tool = StructuredTool.from_function(coroutine=sleepy, name="sleepy", description="Sleeps")
-    calls = tool_calls(("sleepy", {"key": "slow", "seconds": 0.05}), ("sleepy", {"key": "fast", "seconds": 0.0}))
+    calls = tool_calls(("sleepy", {"key": "slow"}), ("sleepy", {"key": "fast"}))
     fake = ScriptedProvider([calls, "ok"])
     agent = ChatAgent(provider=fake, tools=[tool])
 
@@ -563,26 +566,34 @@ def test_prompted_protocol_history_stays_valid_for_native_providers_later(calc_t
 
 
 def test_slow_sync_tools_do_not_block_the_event_loop() -> None:
-    ticks = 0
+    # An ordering, not a count of ticks in some time: the tool blocks until the loop has run other work while it
+    # runs, which can only happen if the tool is off the loop's thread (on it, the wait would run out instead).
+    tool_running = threading.Event()
+    loop_ran = threading.Event()
+    outcome: list[bool] = []
 
     def slow(x: str) -> str:
         """Blocks for a while."""
-        time.sleep(0.2)
+        tool_running.set()
+        outcome.append(loop_ran.wait(60))  # 60 s only bounds the failure
         return x
 
     async def main() -> None:
-        nonlocal ticks
         tool = StructuredTool.from_function(slow, name="slow", description="Blocks")
         agent = ChatAgent(provider=ScriptedProvider([tool_call("slow", x="a"), "done"]), tools=[tool])
         turn = asyncio.create_task(agent.achat("go"))
+        ticks_while_the_tool_runs = 0
         while not turn.done():
-            ticks += 1
+            if tool_running.is_set():
+                ticks_while_the_tool_runs += 1
+                if ticks_while_the_tool_runs == 5:
+                    loop_ran.set()
             await asyncio.sleep(0.01)
-        await turn
+        assert (await turn).message == "done"
 
     asyncio.run(main())
 
-    assert ticks >= 5
+    assert outcome == [True]
 
 
 def test_tool_returning_error_text_is_flagged_as_an_error() -> None:
