@@ -351,7 +351,10 @@ def test_strict_accepts_valid_tool_round_trips(srv):
 
 
 def test_max_in_flight_under_concurrency():
-    with LLMServer(latency=0.2) as srv:
+    with LLMServer() as srv:
+        # Every answer waits until all 8 requests arrived: "8 at once" is then an ordering, not a race of the
+        # arrivals against a latency (60 s only bounds the failure).
+        srv.default = lambda request: None if srv.wait_for_requests(8, 60) else Reply(text="not all 8 arrived")
 
         async def run():
             client = openai.AsyncOpenAI(base_url=srv.openai_base_url, api_key="sk-test", max_retries=0)

@@ -430,8 +430,11 @@ def test_quality_routed_model_is_requested(srv) -> None:
 
 
 def test_run_batch_sends_items_concurrently_as_fresh_conversations(srv, protocol) -> None:
-    srv.latency = 0.05
     agent = make_wire_agent(srv, protocol, quality="low")
+    # Every answer waits until the 4 items' requests all arrived: concurrency is then an ordering, not a race of the
+    # arrivals against a latency (60 s only bounds the failure).
+    asked = srv.request_count
+    srv.default = lambda request: None if srv.wait_for_requests(asked + 4, 60) else Reply(text="not all 4 arrived")
     faqs = [
         "What are your business hours?",
         "How do I reset my password?",
@@ -443,7 +446,7 @@ def test_run_batch_sends_items_concurrently_as_fresh_conversations(srv, protocol
 
     assert [r.message for r in result.results] == [f"echo: {q}" for q in faqs]
     assert result.failed == [] and result.total_cost > 0
-    assert srv.max_in_flight >= 2
+    assert srv.max_in_flight == 4
     assert all(len([m for m in r.messages if m["role"] != "system"]) == 1 for r in srv.requests)
 
 
