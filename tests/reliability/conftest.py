@@ -91,7 +91,7 @@ def tool_results_of(request: RecordedRequest) -> list[tuple[str, str]]:
 
 
 @contextmanager
-def sigint_when(ready: Callable[[], bool], *, delay: float = 0.05, timeout: float = 10.0) -> Iterator[None]:
+def sigint_when(ready: Callable[[], bool], *, delay: float = 0.05, timeout: float = 60.0) -> Iterator[None]:
     """Send SIGINT to the main thread (Ctrl-C, a kernel's stop button) once ``ready()`` is true.
 
     The default handler is installed for the duration, so the interrupt surfaces as

@@ -98,7 +98,7 @@ def assert_usable(agent: ChatAgent, srv: LLMServer, before: list[dict[str, Any]]
     assert agent.history == before
     srv.chunk_delay = 0
     n = srv.request_count
-    with within(15):
+    with within(60):  # 60 s only guards against a hang
         response = agent.chat("after the interrupt")
     assert response.message == "echo: after the interrupt"
     assert [r.status for r in srv.requests[n:]] == [200]
@@ -118,7 +118,7 @@ def prepared_agent(srv: LLMServer, protocol: str, *tools: StructuredTool) -> tup
 # ---------------------------------------------------------------------------
 
 
-async def wait_until(condition: Callable[[], bool], timeout: float = 10) -> None:
+async def wait_until(condition: Callable[[], bool], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "the turn never reached the phase to interrupt"
@@ -148,7 +148,7 @@ async def test_cancelling_achat_leaves_the_agent_usable(
     assert agent.history == before
     srv.chunk_delay = 0
     n = srv.request_count
-    response = await asyncio.wait_for(agent.achat("after the interrupt"), 15)
+    response = await asyncio.wait_for(agent.achat("after the interrupt"), 60)
     assert response.message == "echo: after the interrupt"
     assert [r.status for r in srv.requests[n:]] == [200]
     assert not rejected(srv)
@@ -187,7 +187,7 @@ def test_ctrl_c_in_sync_chat_leaves_the_agent_usable(
     arm(srv, phase)
     chunks: list[str] = []
 
-    with sigint_when(ready(srv, phase, slow_tool, chunks)), pytest.raises(KeyboardInterrupt), within(20):
+    with sigint_when(ready(srv, phase, slow_tool, chunks)), pytest.raises(KeyboardInterrupt), within(60):
         if phase == "stream":
             for chunk in agent.run_stream(QUESTION):
                 chunks.append(chunk)
@@ -203,7 +203,7 @@ def test_keyboard_interrupt_raised_by_a_sync_tool_leaves_the_agent_usable(srv: L
     agent, before = prepared_agent(srv, protocol, interrupting_sync_tool())
     srv.enqueue(Reply(tool_calls=[ToolCallSpec("fragile", {"city": "Oslo"})]))
 
-    with pytest.raises(KeyboardInterrupt), within(20):
+    with pytest.raises(KeyboardInterrupt), within(60):
         agent.chat(QUESTION)
 
     assert_usable(agent, srv, before)
@@ -239,7 +239,7 @@ def test_ctrl_c_as_a_sync_step_completes_leaves_the_next_sync_call_working(srv: 
 
     thread = threading.Thread(target=user_thread, daemon=True)
     thread.start()
-    thread.join(20)
+    thread.join(60)
 
     assert not thread.is_alive(), "the next sync call hung"
     assert outcome.get("interrupted")
@@ -292,7 +292,7 @@ def assert_magic_usable(
     assert agent.history == before
     srv.chunk_delay = 0
     n = srv.request_count
-    with within(15):
+    with within(60):  # 60 s only guards against a hang
         result, _ = run_cell(shell, "%%chat -a agent\nafter the interrupt", kernel=kernel)
     assert result.success, result.error_in_exec
     assert shell.user_ns["_chat"].message == "echo: after the interrupt"
@@ -310,7 +310,7 @@ def test_stop_button_during_chat_magic_leaves_the_agent_usable(
     shell.user_ns["agent"] = agent
     arm(srv, phase)
 
-    with sigint_when(ready(srv, phase, slow_tool, None), delay=settle(phase, watched=False)), within(20):
+    with sigint_when(ready(srv, phase, slow_tool, None), delay=settle(phase, watched=False)), within(60):
         result, captured = run_cell(shell, f"%%chat -a agent\n{QUESTION}", kernel=kernel)
 
     assert isinstance(result.error_in_exec, KeyboardInterrupt)
@@ -325,7 +325,7 @@ def test_keyboard_interrupt_from_a_tool_in_chat_magic_leaves_the_agent_usable(
     shell.user_ns["agent"] = agent
     srv.enqueue(Reply(tool_calls=[ToolCallSpec("fragile", {"city": "Oslo"})]))
 
-    with within(20):
+    with within(60):
         result, _ = run_cell(shell, f"%%chat -a agent\n{QUESTION}", kernel=False)
 
     assert isinstance(result.error_in_exec, KeyboardInterrupt)
@@ -336,7 +336,7 @@ def test_keyboard_interrupt_from_a_tool_in_chat_magic_leaves_the_agent_usable(
 # sync call would hang, so this case runs in a child process with a watchdog.
 KERNEL_CELLS = """
 import asyncio, faulthandler, json, sys
-faulthandler.dump_traceback_later(20, exit=True)  # a hang fails the test, with stacks
+faulthandler.dump_traceback_later(90, exit=True)  # a hang fails the test, with stacks
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from langchain_core.tools import StructuredTool
