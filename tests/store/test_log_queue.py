@@ -52,10 +52,11 @@ def test_a_batch_at_concurrency_1_logs_the_queue_apart_from_each_request(server:
     queue = [row["queue_ms"] for row in rows]
     latency = [row["latency_ms"] for row in rows]
     assert queue == sorted(queue) and queue[0] < queue[1] < queue[2] < queue[3]
-    # Item n started once items 0..n-1 had finished: it waited at least their own time.
+    # Item n started once items 0..n-1 had finished: it waited at least their own time. (With the wait counted in
+    # the latency too, item 2 would have to have waited item 0's time twice.) No comparison of one request's time
+    # with another's: a busy machine can stall any one of them.
     for n in range(1, 4):
         assert queue[n] >= sum(latency[:n])
-    assert queue[3] > latency[3]  # the last item's wait is longer than its own request
     assert all(latency_ms >= DELAY * 1000 for latency_ms in latency)  # each includes its server's answer
     assert [r.queue_ms for r in result.results] == queue and [r.latency_ms for r in result.results] == latency
 
