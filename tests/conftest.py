@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.support.isolation import isolate_home
+
+# A suite started in the background (`pytest ... &` in a script, nohup) inherits SIGINT ignored, and Python then
+# installs no KeyboardInterrupt handler: the tests that press Ctrl-C with a real SIGINT would see nothing happen.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ISOLATED_HOME = isolate_home()
 """The run's private HOME, XDG folders and store, set before any test imports aiforge (tests/support/isolation.py)."""
