@@ -47,6 +47,7 @@ LAYERS = {
     "jupyter": 5,
     "cli": 5,
     "cli_batch": 5,
+    "cli_batch_files": 5,
     "__init__": 5,
     "__main__": 5,
 }
