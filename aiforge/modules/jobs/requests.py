@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.core.costs import CostRecord
 from aiforge.core.output import OutputRefusedError, OutputSpec
 from aiforge.core.pricing import batch_price_of
+from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import CallParams, Completion, Message, UsageError
 from aiforge.providers.batch_api import BatchRequest
 
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
 
 CUSTOM_ID_PREFIX = "item-"
 """A request's ``custom_id`` is this and the item's position, so results find their row after a restart."""
-
-TRUNCATED_REASONS = frozenset({"length", "max_tokens"})
 
 
 def custom_id(index: int) -> str:
@@ -95,5 +94,5 @@ def to_result(module: BaseModule, completion: Completion, spec: OutputSpec | Non
         trace_id=trace_id,
         provider=module.provider_name,
         priced=priced,
-        truncated=completion.finish_reason in TRUNCATED_REASONS,
+        truncated=completion.finish_reason in TOKEN_LIMIT_FINISH_REASONS,
     )
