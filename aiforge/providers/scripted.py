@@ -139,7 +139,7 @@ class ScriptedProvider(Provider):
 
     def batch_api(self, limits: BatchLimits | None = None) -> ScriptedBatchAPI:
         """This provider's in-process Batch API (``agent.submit_batch`` with no server)."""
-        return ScriptedBatchAPI(self, limits)
+        return ScriptedBatchAPI(self, self.batches, limits)
 
     @classmethod
     def connection_key(cls, settings: Any) -> tuple[Any, ...]:

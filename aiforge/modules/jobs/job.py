@@ -30,7 +30,7 @@ from aiforge.core.templates import RowTemplate, batch_prompts
 from aiforge.core.types import AIForgeError, ProviderError, UsageError
 from aiforge.modules.batch.results import BatchFailure, BatchResult, MissingValueError
 from aiforge.modules.jobs.requests import batch_requests, call_params, index_of, to_result
-from aiforge.providers.batch_api import BatchLimits, BatchStatus, ItemNotRunError, ProviderBatchAPI, batch_api_for
+from aiforge.providers.batch_api import BatchLimits, BatchStatus, ItemNotRunError, ProviderBatchAPI
 
 if TYPE_CHECKING:
     from aiforge.modules.base import BaseModule
@@ -83,7 +83,7 @@ class BatchJob:
     """Items of one ``submit_batch`` call, running in a provider's Batch API."""
 
     def __init__(
-        self, module: BaseModule, api: ProviderBatchAPI, ids: list[str], *, inputs: list[str] | None,
+        self, module: BaseModule, api: ProviderBatchAPI[Any], ids: list[str], *, inputs: list[str] | None,
         index: Any = None, output: OutputSpec | None = None, missing: dict[int, str] | None = None,
         checkpoint: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -248,7 +248,7 @@ class BatchJob:
     ) -> BatchJob:
         spec = None if output is None else OutputSpec.of(output)
         prompts = batch_prompts(items, prompt)
-        api = batch_api_for(module.provider, limits)
+        api = module.provider.batch_api(limits)
         job = cls(module, api, [], inputs=prompts.texts, index=prompts.index, output=spec,
                   missing=dict(prompts.missing), checkpoint=checkpoint)
         store = None
@@ -291,7 +291,7 @@ class BatchJob:
         if job_id is None:
             job_id = _job_in(checkpoint, agent)
         spec = None if output is None else OutputSpec.of(output)
-        api = batch_api_for(agent.provider, limits)
+        api = agent.provider.batch_api(limits)
         inputs, index, missing = None, None, {}
         if items is not None:
             prompts = batch_prompts(items, prompt)
