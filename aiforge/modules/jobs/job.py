@@ -318,10 +318,8 @@ def _job_in(checkpoint: str | os.PathLike[str] | None, agent: JobOwner) -> str:
 
 
 def _progress_bar(module: JobOwner, progress: bool, total: int) -> Any:
-    # TQDM_DISABLE is read now, as run_batch reads it: tqdm itself reads it once, at import.
-    flag = os.environ.get("TQDM_DISABLE", "").strip().lower()
-    if not (progress and module.settings.PROGRESS_BAR and flag in ("", "0", "false", "no")):
-        return None
-    from aiforge.core.progress import progress_bar
+    from aiforge.core.progress import progress_bar, progress_enabled
 
+    if not (progress and progress_enabled(module.settings.PROGRESS_BAR)):
+        return None
     return progress_bar(total, desc="aiforge batch job")
