@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from aiforge import __version__, cli_batch
 from aiforge.core.render import truncation_note
+from aiforge.core.setting_flags import option_of, option_settings
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,20 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Settings the command line sets from a flag: an invalid value is reported against the flag.
-_FLAGS = {"MODEL": "--model", "TEMPERATURE": "--temperature", "MAX_TOKENS": "--max-tokens"}
-
-
 def _agent(args: argparse.Namespace) -> Any:
     from aiforge.modules.chat.module import ChatAgent
 
-    overrides: dict[str, Any] = {}
-    if args.model:
-        overrides["MODEL"] = args.model
-    if args.temperature is not None:
-        overrides["TEMPERATURE"] = args.temperature
-    if args.max_tokens is not None:
-        overrides["MAX_TOKENS"] = args.max_tokens
     return ChatAgent(
         system_prompt=args.system,
         memory=args.memory,
@@ -69,7 +59,7 @@ def _agent(args: argparse.Namespace) -> Any:
         quality=args.quality,
         provider=args.provider,
         session=args.session,
-        **overrides,
+        **option_settings(args),
     )
 
 
@@ -183,7 +173,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         print(f"aiforge: error: {exc}", file=sys.stderr)
         return 2
     except AIForgeError as exc:
-        flag = _FLAGS.get(getattr(exc, "setting", None) or "")
+        flag = option_of(getattr(exc, "setting", None))
         if flag and "keyword argument" in str(exc):
             print(f"aiforge: error: argument {flag}: {getattr(exc, 'problem', exc)}", file=sys.stderr)
             return 2

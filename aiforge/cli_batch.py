@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from aiforge.cli_batch_files import auto_checkpoint, check_target, discard, rescue
+from aiforge.core.setting_flags import option_settings
 from aiforge.core.types import AIForgeError
 
 if TYPE_CHECKING:
@@ -159,11 +160,8 @@ def _write(result: Any, target: Path | None, out: TextIO) -> None:
 
 
 def _agent_settings(args: argparse.Namespace) -> dict[str, Any]:
-    settings: dict[str, Any] = {"provider": args.provider, "quality": args.quality}
-    for flag, setting in (("model", "MODEL"), ("temperature", "TEMPERATURE"), ("max_tokens", "MAX_TOKENS")):
-        if getattr(args, flag) is not None:
-            settings[setting] = getattr(args, flag)
-    return {name: value for name, value in settings.items() if value is not None}
+    chosen = {"provider": args.provider, "quality": args.quality}
+    return {**{name: value for name, value in chosen.items() if value is not None}, **option_settings(args)}
 
 
 def _format_of(path: Path) -> str:

@@ -1,10 +1,11 @@
-"""`import aiforge` stays light (no provider SDK, LangGraph, pandas or ipywidgets) and imports point down only."""
+"""`import aiforge` stays light (no provider SDK, LangGraph, pandas or ipywidgets); imports point down, in no circle."""
 
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiforge
@@ -86,3 +87,90 @@ def test_imports_point_down_the_layers_only() -> None:
             if LAYERS[_part(target)] > LAYERS[source]
         ]
     assert upward == []
+
+
+def _modules(root: Path) -> Iterator[tuple[str, Path]]:
+    """Every module of the package at ``root`` by dotted name (a package by its own name), with its file."""
+    for path in sorted(root.rglob("*.py")):
+        yield ".".join((root.name, *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__"), path
+
+
+def _import_graph(root: Path) -> dict[str, set[str]]:
+    """Each module under ``root`` -> the modules of ``root`` it imports anywhere (top level, in functions, under
+    TYPE_CHECKING).
+
+    ``from aiforge.store import db`` imports the module ``aiforge.store.db``; ``from aiforge.store import Store``
+    imports the package ``aiforge.store``. A package's ``__init__`` running first is Python's, not an edge.
+    """
+    files = dict(_modules(root))
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+                source = ".".join(filter(None, [base, node.module or ""]))
+                targets |= {f"{source}.{a.name}" if f"{source}.{a.name}" in files else source for a in node.names}
+        graph[module] = {target for target in targets if target in files and target != module}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = stack[stack.index(module):]
+            del stack[stack.index(module):]
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_cycles_finds_a_circle_through_any_number_of_modules() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_import_graph_counts_imports_in_functions_and_under_type_checking(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("from pkg.sub.low import X\n")
+    (package / "sub" / "low.py").write_text("X = 1\n")
+    (package / "top.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import mid\n"
+        "def f():\n    from . import sub\n    from .sub import X\n"
+    )
+    (package / "mid.py").write_text("import os\ndef g():\n    import pkg.top\n")
+    graph = _import_graph(package)
+    assert graph["pkg.top"] == {"pkg.mid", "pkg.sub"}
+    assert graph["pkg.mid"] == {"pkg.top"}
+    assert graph["pkg.sub"] == {"pkg.sub.low"}
+    assert _cycles(graph) == [["pkg.mid", "pkg.top"]]
+
+
+def test_no_import_circle_between_aiforge_modules() -> None:
+    """Even an import in a function or under TYPE_CHECKING counts: two modules that need each other are one
+    idea, or miss a lower module both can import (or one should be handed what it needs)."""
+    cycles = _cycles(_import_graph(Path(aiforge.__file__).parent))
+    assert [" <-> ".join(cycle) for cycle in cycles] == []

@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from aiforge.core.tokens import CHARS_PER_TOKEN
 from aiforge.core.types import UsageError
 
 DEFAULT_MAX_TOKENS = 1000
 """The default of the ``CONTEXT_MAX_TOKENS`` setting."""
-CHARS_PER_TOKEN = 4
-"""The usual estimate for English text and tables; exact counts need the model's tokenizer."""
 _SAMPLE_ROWS = (20, 10, 5, 3, 1)
 """How many rows a sample has, tried in turn, when the whole frame is over the budget."""
 _CELL_CHARS = 40
@@ -27,11 +26,6 @@ _SUMMARY_STATS = ("mean", "std", "min", "50%", "max")
 def is_table(value: Any) -> bool:
     """True for a pandas DataFrame or Series (checked without importing pandas)."""
     return type(value).__module__.split(".")[0] == "pandas" and type(value).__name__ in ("DataFrame", "Series")
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens ``text`` will take, estimated as characters / ``CHARS_PER_TOKEN``."""
-    return -(-len(text) // CHARS_PER_TOKEN)
 
 
 def describe(data: Any, *, max_tokens: int = DEFAULT_MAX_TOKENS, name: str | None = None) -> str:

@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from aiforge.core.errors import AIForgeError, UsageError
 from aiforge.core.output_entry import checked_spec
 from aiforge.core.schema_bounds import impossible_bounds
-from aiforge.core.types import AIForgeError, UsageError
 
 WRAPPER_KEY = "value"
 MAX_FEEDBACK_ERRORS = 10

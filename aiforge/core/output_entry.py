@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, PydanticUndefinedAnnotation
 
-from aiforge.core.types import UsageError
+from aiforge.core.errors import UsageError
 
 _Spec = TypeVar("_Spec")
 _KINDS = "a pydantic model class, list[str], Literal[...], a TypedDict, a dataclass..."

@@ -1,4 +1,5 @@
-"""The batch progress bar: tqdm in a terminal; in a notebook, a widget that ends as one line of text.
+"""The progress bar of every long run (``run_batch``, a Batch API job's ``wait``): tqdm in a terminal; in a
+notebook, a widget that ends as one line of text.
 
 tqdm's notebook bar is a widget whose saved output keeps the text it had when first shown
 (``aiforge batch:   0%|  | 0/40``), so an executed notebook (nbval, nbconvert, a shared .ipynb)
@@ -8,19 +9,36 @@ would show a bar stuck at 0%. Here the output is replaced by one line saying how
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from typing import Any
 
 DESCRIPTION = "aiforge batch"
 
 
-def progress_bar(total: int, desc: str = DESCRIPTION) -> Any:
-    """A tqdm bar over ``total`` items (``tqdm.auto`` picks the terminal or the notebook kind)."""
-    from tqdm.auto import tqdm
-    from tqdm.notebook import tqdm_notebook
+def progress_enabled(setting: bool) -> bool:
+    """True when a bar is wanted: the ``PROGRESS_BAR`` ``setting`` is on and ``TQDM_DISABLE`` is not set.
 
-    if issubclass(tqdm, tqdm_notebook):
-        return _notebook_bar()(total=total, desc=desc, unit="item", leave=False, display=False)
-    return tqdm(total=total, desc=desc, unit="item", leave=False)
+    ``TQDM_DISABLE`` is read now, on every run: tqdm itself reads it once, at import.
+    """
+    flag = os.environ.get("TQDM_DISABLE", "").strip().lower()
+    return setting and flag in ("", "0", "false", "no")
+
+
+def progress_bar(total: int, desc: str = DESCRIPTION) -> Any:
+    """A tqdm bar over ``total`` items (``tqdm.auto`` picks the terminal or the notebook kind).
+
+    The caller decided it is wanted (``progress_enabled``), so ``disable=False``: tqdm's own default is the
+    ``TQDM_DISABLE`` of the moment it was imported.
+    """
+    from tqdm.auto import tqdm
+
+    # tqdm.auto imported tqdm.notebook if it chose it; importing it here would load IPython and ipywidgets (0.1 s)
+    # into every terminal run.
+    notebook = sys.modules.get("tqdm.notebook")
+    if notebook is not None and issubclass(tqdm, notebook.tqdm_notebook):
+        return _notebook_bar()(total=total, desc=desc, unit="item", leave=False, disable=False, display=False)
+    return tqdm(total=total, desc=desc, unit="item", leave=False, disable=False)
 
 
 @functools.cache

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiforge.core.logs import redact
+from aiforge.core.tokens import LOOP_FINISH_REASON
 
 UPDATE_INTERVAL = 0.05
 """Seconds between two in-place updates of a streaming output (the last update always happens)."""
@@ -58,7 +59,7 @@ def truncation_note(response: Any) -> str | None:
         return None
     calls = [r for r in response.trace if r.get("step") == "model" and r.get("node") != "summary"]
     last = calls[-1] if calls else {}
-    if last.get("finish_reason") == "loop":
+    if last.get("finish_reason") == LOOP_FINISH_REASON:
         return "cut where the reply began repeating itself"
     return f"cut at {last.get('output_tokens') or response.output_tokens} tokens; set MAX_TOKENS for more"
 

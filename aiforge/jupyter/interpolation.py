@@ -13,7 +13,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from aiforge.core.describe import DEFAULT_MAX_TOKENS, describe, estimate_tokens, full_table, is_table
+from aiforge.core.describe import DEFAULT_MAX_TOKENS, describe, full_table, is_table
+from aiforge.core.tokens import estimate_tokens
 
 _MISSING = object()
 

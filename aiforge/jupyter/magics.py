@@ -20,6 +20,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
+from aiforge.core.setting_flags import option_settings
 from aiforge.jupyter.interpolation import interpolate, resolve_reference
 
 FORMATS = ("markdown", "text", "code", "json")
@@ -291,11 +292,9 @@ class ChatMagics(Magics):
         if agent is None and create:
             from aiforge.modules.chat.module import ChatAgent
 
-            provider, model, quality, memory, temperature, max_tokens, session = config
-            overrides = {"MODEL": model, "TEMPERATURE": temperature, "MAX_TOKENS": max_tokens}
-            overrides = {name: value for name, value in overrides.items() if value is not None}
             agent = ChatAgent(
-                provider=provider, quality=quality, memory=memory or "buffer", session=session, **overrides
+                provider=args.provider, quality=args.quality, memory=args.memory or "buffer", session=args.session,
+                **option_settings(args),
             )
             self.agents[config] = agent
         return agent

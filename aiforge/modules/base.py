@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.core.aio import iterate_sync, run_sync
 from aiforge.core.costs import CostTracker
 from aiforge.core.output import OutputSpec
+from aiforge.core.progress import progress_bar, progress_enabled
 from aiforge.core.settings import AIForgeSettings, load_settings
 from aiforge.core.templates import RowTemplate, batch_prompts
 from aiforge.core.types import UsageError
@@ -33,11 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["BaseModule", "BatchFailure", "BatchItem", "BatchResult", "MissingValueError"]
 """The batch types live in ``modules/batch``; importing them from here keeps working."""
-
-
-def _progress_enabled(settings: AIForgeSettings) -> bool:
-    flag = os.environ.get("TQDM_DISABLE", "").strip().lower()
-    return settings.PROGRESS_BAR and flag in ("", "0", "false", "no")
 
 
 class BaseModule(SubmitsBatchJobs, ABC):
@@ -248,7 +244,7 @@ class BaseModule(SubmitsBatchJobs, ABC):
         if options["estimate"]:
             return estimate_of(self._pricer(spec), inputs, done, errors)
         pricer = self._pricer(spec) if max_cost is not None else None
-        progress = _progress_bar(len(inputs)) if _progress_enabled(self.settings) and inputs else None
+        progress = progress_bar(len(inputs)) if progress_enabled(self.settings.PROGRESS_BAR) and inputs else None
         if progress is not None and (errors or done):
             progress.update(len(errors) + len(done))
         run = BatchRun(
@@ -333,9 +329,3 @@ class BaseModule(SubmitsBatchJobs, ABC):
             free=self.provider.free,
             prices=self.settings.PRICES,
         )
-
-
-def _progress_bar(total: int) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="aiforge batch", unit="item", leave=False)

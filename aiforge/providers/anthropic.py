@@ -9,17 +9,20 @@ required. Sampling parameters are not sent: API version 2026-10-21 (the SDK's de
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from aiforge.core.types import CallParams, Completion, Message, ToolSpec, Usage, new_tool_call
+from aiforge.core.types import CallParams, Completion, Message, ToolSpec, new_tool_call
+from aiforge.providers.anthropic_completion import ERROR_TYPE_STATUS, anthropic_usage, completion_from_anthropic
 from aiforge.providers.anthropic_output import add_output_format, output_tool_of, refusal_text
 from aiforge.providers.sdk import Endpoint, SDKProvider
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
 
 if TYPE_CHECKING:
     import anthropic
+
+    from aiforge.providers.anthropic_batch import AnthropicBatchAPI
+    from aiforge.providers.batch_api import BatchLimits
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 4096
@@ -95,46 +98,6 @@ def to_anthropic_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------
 # Responses
 # ---------------------------------------------------------------------------
-
-
-def _usage(input_tokens: int, output_tokens: int, cache_read: int, cache_write: int) -> Usage:
-    # Anthropic counts cache reads and writes apart from input_tokens; aiforge's input includes them.
-    return Usage(
-        input_tokens=input_tokens + cache_read + cache_write,
-        output_tokens=output_tokens,
-        cached_input_tokens=cache_read,
-        cache_write_tokens=cache_write,
-    )
-
-
-def completion_from_anthropic(message: Any, output_tool: str | None = None) -> Completion:
-    """A Messages API response as a ``Completion`` (``finish_reason`` is the raw ``stop_reason``).
-
-    A call to ``output_tool`` (see ``anthropic_output``) is the structured answer: its input becomes the text.
-    """
-    usage = message.usage
-    completion = Completion(
-        model=message.model or "",
-        finish_reason=message.stop_reason,
-        usage=_usage(
-            usage.input_tokens or 0,
-            usage.output_tokens or 0,
-            usage.cache_read_input_tokens or 0,
-            usage.cache_creation_input_tokens or 0,
-        ),
-    )
-    texts = []
-    for block in message.content:
-        if block.type == "text":
-            texts.append(block.text)
-        elif block.type == "tool_use" and block.name == output_tool:
-            texts.append(json.dumps(block.input, ensure_ascii=False))
-        elif block.type == "tool_use":
-            completion.tool_calls.append(new_tool_call(block.name, block.input, block.id))
-    completion.text = "".join(texts)
-    if message.stop_reason == "refusal":
-        completion.refusal = refusal_text(message.stop_details, completion.text)
-    return completion
 
 
 class AnthropicStreamState:
@@ -213,7 +176,7 @@ class AnthropicStreamState:
         return Completion(
             text=self.text,
             tool_calls=calls,
-            usage=_usage(
+            usage=anthropic_usage(
                 c["input_tokens"], c["output_tokens"], c["cache_read_input_tokens"], c["cache_creation_input_tokens"]
             ),
             model=self.model,
@@ -225,21 +188,6 @@ class AnthropicStreamState:
 # ---------------------------------------------------------------------------
 # Errors
 # ---------------------------------------------------------------------------
-
-#: Status of an ``error`` event inside a 200 stream, from its ``error.type``.
-ERROR_TYPE_STATUS = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
-
 
 @cache
 def _anthropic_errors() -> SDKErrors:
@@ -293,6 +241,12 @@ class AnthropicProvider(SDKProvider["anthropic.AsyncAnthropic"]):
             headers=exc.response.headers,
             request_id=exc.request_id or (body.get("request_id") if isinstance(body, dict) else None),
         )
+
+    def batch_api(self, limits: BatchLimits | None = None) -> AnthropicBatchAPI:
+        """The Message Batches API (``agent.submit_batch``)."""
+        from aiforge.providers.anthropic_batch import AnthropicBatchAPI
+
+        return AnthropicBatchAPI(self, limits)
 
     def _request(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> dict[str, Any]:
         system, turns = to_anthropic_messages(messages)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aiforge.core.types import CallParams
-from aiforge.providers.anthropic import ERROR_TYPE_STATUS, AnthropicProvider, completion_from_anthropic
+from aiforge.providers.anthropic_completion import ERROR_TYPE_STATUS, completion_from_anthropic
 from aiforge.providers.anthropic_output import output_tool_of
 from aiforge.providers.batch_api import (
     BatchLimits,
@@ -21,8 +21,8 @@ from aiforge.providers.batch_api import (
     ItemResult,
     JobState,
     ProviderBatchAPI,
-    sdk_call,
 )
+from aiforge.providers.sdk import SDKProvider, sdk_call
 from aiforge.providers.sdk_errors import error_for_status
 
 if TYPE_CHECKING:
@@ -34,12 +34,10 @@ ANTHROPIC_LIMITS = BatchLimits(max_requests=100_000, max_bytes=256 * 1024 * 1024
 _NOT_RUN = {"canceled": "cancelled", "expired": "expired"}
 
 
-class AnthropicBatchAPI(ProviderBatchAPI):
-    """The Message Batches API of the ``anthropic`` provider."""
+class AnthropicBatchAPI(ProviderBatchAPI["SDKProvider[anthropic.AsyncAnthropic]"]):
+    """The Message Batches API of the ``anthropic`` provider (``AnthropicProvider.batch_api()``)."""
 
-    provider: AnthropicProvider
-
-    def __init__(self, provider: AnthropicProvider, limits: BatchLimits | None = None) -> None:
+    def __init__(self, provider: SDKProvider[anthropic.AsyncAnthropic], limits: BatchLimits | None = None) -> None:
         super().__init__(provider, limits or ANTHROPIC_LIMITS)
 
     def encode(self, request: BatchRequest) -> dict[str, Any]:

@@ -6,9 +6,12 @@ import threading
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from aiforge.core.types import CallParams, Completion, Message, ToolSpec
+from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec
+
+if TYPE_CHECKING:
+    from aiforge.providers.batch_api import BatchLimits, ProviderBatchAPI
 
 StreamEvent = str | Completion
 """What ``Provider.stream`` yields: text deltas, then exactly one final ``Completion``."""
@@ -52,6 +55,18 @@ class Provider(ABC):
         if completion.text:
             yield completion.text
         yield completion
+
+    def batch_api(self, limits: BatchLimits | None = None) -> ProviderBatchAPI[Any]:
+        """This provider's Batch API (``agent.submit_batch``); ``limits`` replaces its own (to test splitting).
+
+        Raises ``ProviderError`` naming the providers that have one; a vendor with a Batch API overrides this.
+        """
+        name = getattr(self, "provider_name", None) or self.name
+        raise ProviderError(
+            f"the {name} provider has no Batch API; submit_batch works with openai, internal_gateway (a gateway "
+            f"serving /v1/files and /v1/batches), anthropic and scripted. Use run_batch for {name}.",
+            provider=name,
+        )
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release network clients; the provider may be used again afterwards."""

@@ -2,25 +2,22 @@
 
 A Batch API runs many single model calls asynchronously (within 24 hours) at half the price. A vendor
 module (``openai_batch``, ``anthropic_batch``, the scripted provider's in-process one) translates
-requests and results; ``batch_api_for(provider)`` finds the one of a provider. Splitting a job over
-a provider's limits (``BatchLimits``) is shared here. Nothing here imports an SDK.
+requests and results; a provider that has one returns it from ``Provider.batch_api()`` (the others
+raise). Splitting a job over a provider's limits (``BatchLimits``) is shared here. Nothing here
+imports an SDK or a provider.
 """
 
 from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
-from aiforge.core.types import AIForgeError, CallParams, Completion, Message, ProviderError, ToolSpec
+from aiforge.core.types import AIForgeError, CallParams, Completion, Message, ToolSpec
 
-if TYPE_CHECKING:
-    from aiforge.providers.base import Provider
-    from aiforge.providers.sdk import SDKProvider
-
-T = TypeVar("T")
+P = TypeVar("P")
+"""The provider whose calls a Batch API sends."""
 
 JobState = Literal["running", "cancelling", "completed", "expired", "cancelled", "failed"]
 """A job's state in every provider's terms; ``BatchStatus.provider_status`` keeps the vendor's own word."""
@@ -86,12 +83,12 @@ ItemResult = Completion | BaseException
 """A request's outcome: its ``Completion``, or the error it failed with (``ItemNotRunError`` if never run)."""
 
 
-class ProviderBatchAPI(ABC):
+class ProviderBatchAPI(ABC, Generic[P]):
     """One provider's Batch API; ``provider`` builds each request exactly as a live call would."""
 
     limits: BatchLimits
 
-    def __init__(self, provider: Provider, limits: BatchLimits) -> None:
+    def __init__(self, provider: P, limits: BatchLimits) -> None:
         self.provider = provider
         self.limits = limits
 
@@ -132,43 +129,3 @@ class ProviderBatchAPI(ABC):
             chunk.append(entry)
             size += entry_size
         return [chunk for chunk in chunks if chunk]
-
-
-def batch_api_for(provider: Provider, limits: BatchLimits | None = None) -> ProviderBatchAPI:
-    """The Batch API of ``provider``; ``limits`` replaces the provider's own (to test splitting).
-
-    Raises ``ProviderError`` naming the providers that have one when ``provider`` has none.
-    """
-    own = getattr(provider, "batch_api", None)
-    if callable(own):
-        api: ProviderBatchAPI = own(limits)
-        return api
-    name = getattr(provider, "provider_name", None) or provider.name
-    if name in ("openai", "internal_gateway"):
-        from aiforge.providers.openai_batch import OpenAIBatchAPI
-
-        return OpenAIBatchAPI(provider, limits)  # type: ignore[arg-type]
-    if name == "anthropic":
-        from aiforge.providers.anthropic_batch import AnthropicBatchAPI
-
-        return AnthropicBatchAPI(provider, limits)  # type: ignore[arg-type]
-    raise ProviderError(
-        f"the {name} provider has no Batch API; submit_batch works with openai, internal_gateway (a gateway "
-        f"serving /v1/files and /v1/batches), anthropic and scripted. Use run_batch for {name}.",
-        provider=name,
-    )
-
-
-async def sdk_call(provider: SDKProvider[Any], call: Callable[[Any], Awaitable[T]]) -> T:
-    """``call(client)`` with the provider's retry policy, its SDK errors mapped as for a live call."""
-    from aiforge.core.retry import call_with_retries
-
-    caught = provider._sdk_errors().caught
-
-    async def attempt() -> T:
-        try:
-            return await call(provider.client())
-        except caught as exc:
-            provider._fail(exc)
-
-    return await call_with_retries(attempt, policy=provider.retry_policy)

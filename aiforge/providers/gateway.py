@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from aiforge.core.types import BadRequestError, CallParams, Completion, Message, ToolSpec
 from aiforge.providers.base import StreamEvent
 from aiforge.providers.openai_output import JSON_OBJECT_ONLY, rejects_json_schema, strict_schema_of
 from aiforge.providers.openai_wire import ChatCompletionsProvider
 from aiforge.providers.sdk import Endpoint
+
+if TYPE_CHECKING:
+    from aiforge.providers.batch_api import BatchLimits
+    from aiforge.providers.openai_batch import OpenAIBatchAPI
 
 
 class GatewayProvider(ChatCompletionsProvider):
@@ -32,6 +36,12 @@ class GatewayProvider(ChatCompletionsProvider):
     )
     # Gateways implement the long-standing parameter; not all know max_completion_tokens.
     max_tokens_field: ClassVar[str] = "max_tokens"
+
+    def batch_api(self, limits: BatchLimits | None = None) -> OpenAIBatchAPI:
+        """The Files + Batches API (``agent.submit_batch``); the server must serve ``/v1/files`` and ``/v1/batches``."""
+        from aiforge.providers.openai_batch import OpenAIBatchAPI
+
+        return OpenAIBatchAPI(self, limits)
 
     def json_object_only(self, model: str) -> bool:
         return (self.base_url, model) in JSON_OBJECT_ONLY

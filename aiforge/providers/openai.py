@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from aiforge.providers.openai_wire import ChatCompletionsProvider
 from aiforge.providers.sdk import Endpoint
+
+if TYPE_CHECKING:
+    from aiforge.providers.batch_api import BatchLimits
+    from aiforge.providers.openai_batch import OpenAIBatchAPI
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Reasoning models answer 400 to any temperature but the default, so none is sent to them.
@@ -19,6 +23,12 @@ class OpenAIProvider(ChatCompletionsProvider):
     endpoint: ClassVar[Endpoint] = Endpoint(
         "openai", "OPENAI_BASE_URL", "OPENAI_API_KEY", "gpt-4o-mini", default_url=DEFAULT_BASE_URL
     )
+
+    def batch_api(self, limits: BatchLimits | None = None) -> OpenAIBatchAPI:
+        """The Files + Batches API (``agent.submit_batch``)."""
+        from aiforge.providers.openai_batch import OpenAIBatchAPI
+
+        return OpenAIBatchAPI(self, limits)
 
     def fixed_temperature(self, model: str) -> bool:
         name = model.rsplit("/", 1)[-1].lower()

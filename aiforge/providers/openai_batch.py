@@ -22,9 +22,9 @@ from aiforge.providers.batch_api import (
     ItemResult,
     JobState,
     ProviderBatchAPI,
-    sdk_call,
 )
 from aiforge.providers.openai_wire import ChatCompletionsProvider, completion_from_openai
+from aiforge.providers.sdk import sdk_call
 from aiforge.providers.sdk_errors import error_for_status, redact_body
 
 if TYPE_CHECKING:
@@ -47,10 +47,8 @@ _STATES: dict[str, JobState] = {
 _NOT_RUN = {"batch_expired": "expired", "batch_cancelled": "cancelled"}
 
 
-class OpenAIBatchAPI(ProviderBatchAPI):
-    """The Files + Batches API of a Chat Completions provider."""
-
-    provider: ChatCompletionsProvider
+class OpenAIBatchAPI(ProviderBatchAPI[ChatCompletionsProvider]):
+    """The Files + Batches API of a Chat Completions provider (``batch_api()`` of ``openai``, ``internal_gateway``)."""
 
     def __init__(self, provider: ChatCompletionsProvider, limits: BatchLimits | None = None) -> None:
         super().__init__(provider, limits or OPENAI_LIMITS)

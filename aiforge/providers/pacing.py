@@ -20,8 +20,8 @@ What sets the pace, most specific first:
   at all, the rate starts from what was sent so far, and pacing stops after a window with no 429
   and no limit header (the limit has lifted).
 
-TPM counts a request's estimate, prompt characters / 4 plus ``max_tokens`` (``DEFAULT_OUTPUT_TOKENS``
-when unset), and corrects the balance with the usage the answer reports.
+TPM counts a request's estimate (``core.tokens.request_tokens``: prompt characters / 4 plus ``max_tokens``, or
+``DEFAULT_OUTPUT_TOKENS`` when unset), and corrects the balance with the usage the answer reports.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from datetime import datetime
 from typing import Any
 
 from aiforge.core.retry import parse_retry_after
+from aiforge.core.tokens import request_tokens
 from aiforge.core.waits import waited
 
 WINDOW = 60.0
@@ -45,8 +46,6 @@ BURST = 0.9
 """The share of a window's limit that may go at once: the rest absorbs arrivals bunched by jitter."""
 BACKOFF = 0.8
 RECOVERY = 1.05
-DEFAULT_OUTPUT_TOKENS = 256
-"""Output tokens assumed for a request without ``max_tokens``, until its usage corrects it."""
 
 _OPENAI = "x-ratelimit-{field}-{kind}"  # field: limit/remaining/reset, kind: requests/tokens
 _ANTHROPIC = "anthropic-ratelimit-{kind}-{field}"
@@ -173,7 +172,7 @@ class Pacer:
                 self._first_sent = self._clock()
             self._sent += 1
             return 0.0
-        estimate = estimate_tokens(messages, max_tokens) if self.tokens.rate is not None else 0.0
+        estimate = request_tokens(messages, max_tokens) if self.tokens.rate is not None else 0.0
         with self._lock:
             now = self._clock()
             self._sent += 1
@@ -268,18 +267,6 @@ def _reset(headers: Mapping[str, str]) -> float | None:
         except ValueError:
             return None
     return None
-
-
-def estimate_tokens(messages: list[Any], max_tokens: int | None) -> float:
-    """A request's tokens before it is sent: prompt characters / 4 plus the output allowance."""
-    chars = 0
-    for message in messages:
-        content = message.get("content") if isinstance(message, Mapping) else None
-        if isinstance(content, str):
-            chars += len(content)
-        elif isinstance(content, list):
-            chars += sum(len(part.get("text") or "") for part in content if isinstance(part, Mapping))
-    return chars / 4 + (max_tokens or DEFAULT_OUTPUT_TOKENS)
 
 
 _pacers: dict[tuple[str, str, str], Pacer] = {}

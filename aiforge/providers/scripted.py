@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import pydantic_core
 
+from aiforge.core.tokens import CHARS_PER_TOKEN
 from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, Usage, new_tool_call
 from aiforge.providers.base import Provider, StreamEvent
 from aiforge.providers.batch_api import BatchLimits
@@ -101,7 +102,8 @@ def _echo(messages: list[Message]) -> str:
 
 
 def _count_tokens(text: str) -> int:
-    return len(text) // 4 + 1 if text else 0
+    # Floor + 1 (the fake server's count), not estimate_tokens' ceiling: a text of 4 characters is 2 tokens here.
+    return len(text) // CHARS_PER_TOKEN + 1 if text else 0
 
 
 class ScriptedProvider(Provider):
@@ -137,7 +139,7 @@ class ScriptedProvider(Provider):
 
     def batch_api(self, limits: BatchLimits | None = None) -> ScriptedBatchAPI:
         """This provider's in-process Batch API (``agent.submit_batch`` with no server)."""
-        return ScriptedBatchAPI(self, limits)
+        return ScriptedBatchAPI(self, self.batches, limits)
 
     @classmethod
     def connection_key(cls, settings: Any) -> tuple[Any, ...]:

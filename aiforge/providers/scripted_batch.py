@@ -13,9 +13,10 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiforge.core.types import CallParams
+from aiforge.providers.base import Provider
 from aiforge.providers.batch_api import (
     BatchLimits,
     BatchRequest,
@@ -25,9 +26,6 @@ from aiforge.providers.batch_api import (
     JobState,
     ProviderBatchAPI,
 )
-
-if TYPE_CHECKING:
-    from aiforge.providers.scripted import ScriptedProvider
 
 SCRIPTED_LIMITS = BatchLimits(max_requests=50_000, max_bytes=200 * 1024 * 1024)
 _job_ids = itertools.count(1)
@@ -52,14 +50,15 @@ class ScriptedBatches:
         self.jobs: dict[str, _Job] = {}
 
 
-class ScriptedBatchAPI(ProviderBatchAPI):
-    """Batch jobs answered by ``ScriptedProvider.complete``; an exception scripted for a request is its error."""
+class ScriptedBatchAPI(ProviderBatchAPI[Provider]):
+    """Batch jobs answered by ``ScriptedProvider.complete``; an exception scripted for a request is its error.
 
-    provider: ScriptedProvider
+    ``batches`` is the provider's (``ScriptedProvider.batches``): its jobs outlive this object.
+    """
 
-    def __init__(self, provider: ScriptedProvider, limits: BatchLimits | None = None) -> None:
+    def __init__(self, provider: Provider, batches: ScriptedBatches, limits: BatchLimits | None = None) -> None:
         super().__init__(provider, limits or SCRIPTED_LIMITS)
-        self.batches = provider.batches
+        self.batches = batches
 
     def encode(self, request: BatchRequest) -> dict[str, Any]:
         return {"custom_id": request.custom_id, "request": request}

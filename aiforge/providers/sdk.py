@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 from abc import abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol, TypeVar
 
 from aiforge.core.retry import RetryPolicy, call_with_retries, iterate_with_retries
 from aiforge.core.types import CallParams, Completion, ConfigError, Message, ProviderError, ToolSpec
@@ -264,3 +264,19 @@ class SDKProvider(Provider, Generic[C]):
         error.partial_text = partial_text
         # A chained SDK exception would print its own text, key included, in the traceback.
         raise error from (None if leaks_secret(exc, self._secrets) else exc)
+
+
+T = TypeVar("T")
+
+
+async def sdk_call(provider: SDKProvider[Any], call: Callable[[Any], Awaitable[T]]) -> T:
+    """``call(client)`` with the provider's retry policy, its SDK errors mapped as for a live call (Batch APIs)."""
+    caught = provider._sdk_errors().caught
+
+    async def attempt() -> T:
+        try:
+            return await call(provider.client())
+        except caught as exc:
+            provider._fail(exc)
+
+    return await call_with_retries(attempt, policy=provider.retry_policy)

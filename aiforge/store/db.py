@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
@@ -221,11 +221,19 @@ class Store:
         self._conn = self._open()
 
 
+_before_close: list[Callable[[], None]] = []
+"""What ``close_shared`` runs first: the log registers the writing of its queued rows (``flush_before_close``)."""
+
+
+def flush_before_close(flush: Callable[[], None]) -> None:
+    """Have ``close_shared`` call ``flush`` before it closes a store, so rows queued above the store get written."""
+    _before_close.append(flush)
+
+
 def close_shared(under: str | os.PathLike[str]) -> None:
     """Close and forget the shared stores of files under a folder (a test's temporary store), log rows written."""
-    from aiforge.store.log import flush_all
-
-    flush_all()
+    for flush in _before_close:
+        flush()
     folder = Path(under).resolve()
     with _shared_lock:
         for path, store in list(_shared.items()):

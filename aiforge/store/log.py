@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from aiforge.store.db import Store
+from aiforge.store.db import Store, flush_before_close
 from aiforge.store.log_search import match_expression
 
 if TYPE_CHECKING:
@@ -148,6 +148,7 @@ def flush_all() -> None:
 
 
 atexit.register(flush_all)
+flush_before_close(flush_all)
 
 
 class TurnLog:

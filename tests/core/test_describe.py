@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aiforge.core.describe import describe, estimate_tokens, full_table
+from aiforge.core.describe import describe, full_table
+from aiforge.core.tokens import estimate_tokens
 from aiforge.core.types import UsageError
 
 

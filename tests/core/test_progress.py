@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,3 +46,22 @@ def test_outside_a_notebook_it_is_tqdms_terminal_bar() -> None:
         assert type(bar).__module__.startswith("tqdm") and bar.total == 2 and not bar.leave
     finally:
         bar.close()
+
+
+def test_run_batch_in_a_notebook_ends_as_one_line_too() -> None:
+    outputs = executed_outputs(
+        "from aiforge import ChatAgent\n"
+        "batch = ChatAgent(provider='scripted', memory='none', STORE=False).run_batch(['a', 'b', 'c'])\n"
+    )
+
+    shown = [o["data"] for o in outputs if o["output_type"] == "display_data"]
+    assert shown == [{"text/plain": "aiforge batch: 3/3 items, done"}]
+
+
+def test_a_terminal_bar_loads_neither_ipython_nor_ipywidgets() -> None:
+    probe = (
+        "import sys; from aiforge.core.progress import progress_bar; progress_bar(1).close(); "
+        "print('IPython' in sys.modules, 'ipywidgets' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.split() == ["False", "False"]

@@ -8,7 +8,8 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
-from aiforge.core.describe import describe, estimate_tokens
+from aiforge.core.describe import describe
+from aiforge.core.tokens import estimate_tokens
 from aiforge.jupyter.interpolation import interpolate
 from aiforge.providers.scripted import ScriptedProvider
 from tests.jupyter.test_magics import run, scripted_agent

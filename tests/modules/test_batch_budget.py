@@ -10,8 +10,9 @@ import pytest
 
 from aiforge import ChatAgent
 from aiforge.core.pricing import lookup_price
+from aiforge.core.tokens import CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS
 from aiforge.core.types import Usage
-from aiforge.modules.batch.estimate import APPROX_CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS, BatchEstimate
+from aiforge.modules.batch.estimate import BatchEstimate
 from aiforge.modules.batch.results import BudgetExceededError
 from aiforge.providers.scripted import ScriptedProvider
 from tests.support.llm_server import LLMServer, Reply
@@ -82,7 +83,7 @@ def test_an_estimate_counts_and_prices_the_prompts_without_a_request(srv: LLMSer
     assert isinstance(estimate, BatchEstimate) and srv.request_count == 0
     assert (estimate.items, estimate.to_run, estimate.output_tokens) == (20, 20, 20 * 100)
     if estimate.counting.startswith("~"):  # tiktoken's encoding file is not on this machine
-        per_item = -(-len(estimator.system_prompt) // APPROX_CHARS_PER_TOKEN) + 8 + len(ITEMS[0]) // 4 + 1
+        per_item = -(-len(estimator.system_prompt) // CHARS_PER_TOKEN) + 8 + len(ITEMS[0]) // 4 + 1
         assert estimate.input_tokens == 20 * per_item
     assert estimate.cost == pytest.approx(PRICE.cost_of(Usage(estimate.input_tokens, estimate.output_tokens)))
     assert f"${estimate.cost:.4f}" in repr(estimate) and "Batch estimate" in estimate._repr_html_()

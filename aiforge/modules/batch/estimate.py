@@ -2,9 +2,9 @@
 
 Input tokens: the system prompt, the tool specs and output schema as JSON, and the item's prompt, counted with
 tiktoken for OpenAI models when it is installed and its encoding is available, otherwise approximated as
-``APPROX_CHARS_PER_TOKEN`` characters per token (close for English prose; code and other scripts run higher),
-plus ``MESSAGE_OVERHEAD_TOKENS`` per message. Output tokens cannot be counted before the replies exist: each
-item is assumed to produce ``MAX_TOKENS`` when that setting is set, else ``DEFAULT_OUTPUT_TOKENS``.
+``core.tokens.CHARS_PER_TOKEN`` characters per token (close for English prose; code and other scripts run
+higher), plus ``MESSAGE_OVERHEAD_TOKENS`` per message. Output tokens cannot be counted before the replies exist:
+each item is assumed to produce ``MAX_TOKENS`` when that setting is set, else ``core.tokens.DEFAULT_OUTPUT_TOKENS``.
 """
 
 from __future__ import annotations
@@ -17,13 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiforge.core.pricing import ModelPrice, lookup_price
+from aiforge.core.tokens import CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS, estimate_tokens
 from aiforge.core.types import Usage
 
-APPROX_CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD_TOKENS = 4
 """Role and separators of one message (OpenAI's chat format costs 3-4 tokens per message)."""
-DEFAULT_OUTPUT_TOKENS = 256
-"""Assumed reply length per item when ``MAX_TOKENS`` is not set: a paragraph or a small JSON object."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,12 +121,8 @@ def estimate_of(pricer: ItemPricer, inputs: list[str], done: dict[int, Any], err
 def _counter(model: str) -> tuple[Callable[[str], int], str]:
     encoding = _tiktoken_encoding(model)
     if encoding is None:
-        return _approximate, f"~{APPROX_CHARS_PER_TOKEN} characters per token"
+        return estimate_tokens, f"~{CHARS_PER_TOKEN} characters per token"
     return (lambda text: len(encoding.encode(text, disallowed_special=()))), f"tiktoken ({encoding.name})"
-
-
-def _approximate(text: str) -> int:
-    return -(-len(text) // APPROX_CHARS_PER_TOKEN)
 
 
 @functools.cache

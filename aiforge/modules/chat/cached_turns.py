@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiforge.core.output import OutputSpec
+from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import Message
 from aiforge.modules.chat.structured import TurnOutcome
 from aiforge.store import ResponseCache, reply_fingerprint
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from aiforge.modules.chat.runtime import AgentRuntime
 
 CACHE_STEP = "cache"
-_CUT = frozenset({"length", "max_tokens"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +71,8 @@ class CachedTurn:
         """Store ``outcome`` if it is a complete, successful reply that ran no tool (see the module doc)."""
         trace = outcome.trace
         if outcome.tool_results or any(
-            r.get("stopped_by_limit") or r.get("refusal") is not None or r.get("finish_reason") in _CUT
-            or r.get("truncated") or _unfinished(r)
+            r.get("stopped_by_limit") or r.get("refusal") is not None
+            or r.get("finish_reason") in TOKEN_LIMIT_FINISH_REASONS or r.get("truncated") or _unfinished(r)
             for r in trace
         ):
             return

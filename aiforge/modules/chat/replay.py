@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiforge.core.aio import closing_iterator
 from aiforge.core.types import CallParams, Completion, ConfigError, Message, ToolSpec
 from aiforge.providers.base import Provider, StreamEvent
 from aiforge.store.cassettes import Cassette, cassette_at, completion_of, request_of
+
+if TYPE_CHECKING:
+    from aiforge.providers.batch_api import BatchLimits, ProviderBatchAPI
 
 
 class CassetteProvider(Provider):
@@ -30,6 +33,10 @@ class CassetteProvider(Provider):
         self.supports_streaming = True  # type: ignore[misc]
         self.free = bool(inner and inner.free)  # type: ignore[misc]
         self.base_url = endpoint
+
+    def batch_api(self, limits: BatchLimits | None = None) -> ProviderBatchAPI[Any]:
+        """The wrapped provider's Batch API (jobs are not recorded); none when replaying only."""
+        return super().batch_api(limits) if self.inner is None else self.inner.batch_api(limits)
 
     def __getattr__(self, name: str) -> Any:
         # Everything else (batch APIs, pacing) is the wrapped provider's.

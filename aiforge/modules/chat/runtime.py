@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from aiforge.core.aio import closing_iterator
 from aiforge.core.costs import CostTracker
+from aiforge.core.tokens import TRUNCATED_FINISH_REASONS
 from aiforge.core.types import CallParams, Completion, Message
 from aiforge.core.waits import Waits, start_turn
 from aiforge.modules.chat.tool_runner import ToolInterrupted, Toolset
@@ -127,12 +128,6 @@ class Turn:
             "finish_reason": completion.finish_reason,
             "tool_calls": [c["name"] for c in completion.tool_calls],
         }
-
-
-TOKEN_LIMIT_FINISH_REASONS = frozenset({"length", "max_tokens"})
-"""Finish reasons of a reply cut at its token limit: OpenAI's and llama.cpp's, Anthropic's."""
-TRUNCATED_FINISH_REASONS = TOKEN_LIMIT_FINISH_REASONS | {"loop"}
-"""Finish reasons of a cut reply: a token limit, or the local model's loop guard."""
 
 
 def final_call_truncated(trace: list[dict[str, Any]], reasons: frozenset[str] = TRUNCATED_FINISH_REASONS) -> bool:

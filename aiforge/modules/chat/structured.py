@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
+from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import Message
 from aiforge.modules.chat.agent import run_graph
-from aiforge.modules.chat.runtime import TOKEN_LIMIT_FINISH_REASONS, final_call_truncated
+from aiforge.modules.chat.runtime import final_call_truncated
 
 VALIDATION_STEP = "validation"
 

@@ -30,10 +30,10 @@ from aiforge.core.templates import RowTemplate, batch_prompts
 from aiforge.core.types import AIForgeError, ProviderError, UsageError
 from aiforge.modules.batch.results import BatchFailure, BatchResult, MissingValueError
 from aiforge.modules.jobs.requests import batch_requests, call_params, index_of, to_result
-from aiforge.providers.batch_api import BatchLimits, BatchStatus, ItemNotRunError, ProviderBatchAPI, batch_api_for
+from aiforge.providers.batch_api import BatchLimits, BatchStatus, ItemNotRunError, ProviderBatchAPI
 
 if TYPE_CHECKING:
-    from aiforge.modules.base import BaseModule
+    from aiforge.modules.jobs.owner import JobOwner
 
 JOB_ID_SEPARATOR = ","
 DEFAULT_POLL_INTERVAL = 30.0
@@ -83,7 +83,7 @@ class BatchJob:
     """Items of one ``submit_batch`` call, running in a provider's Batch API."""
 
     def __init__(
-        self, module: BaseModule, api: ProviderBatchAPI, ids: list[str], *, inputs: list[str] | None,
+        self, module: JobOwner, api: ProviderBatchAPI[Any], ids: list[str], *, inputs: list[str] | None,
         index: Any = None, output: OutputSpec | None = None, missing: dict[int, str] | None = None,
         checkpoint: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -243,12 +243,12 @@ class BatchJob:
 
     @classmethod
     async def asubmit(
-        cls, module: BaseModule, items: Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
+        cls, module: JobOwner, items: Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
         checkpoint: str | os.PathLike[str] | None = None, limits: BatchLimits | None = None,
     ) -> BatchJob:
         spec = None if output is None else OutputSpec.of(output)
         prompts = batch_prompts(items, prompt)
-        api = batch_api_for(module.provider, limits)
+        api = module.provider.batch_api(limits)
         job = cls(module, api, [], inputs=prompts.texts, index=prompts.index, output=spec,
                   missing=dict(prompts.missing), checkpoint=checkpoint)
         store = None
@@ -278,7 +278,7 @@ class BatchJob:
 
     @classmethod
     def attach(
-        cls, job_id: str | None = None, *, agent: BaseModule, items: Any = None,
+        cls, job_id: str | None = None, *, agent: JobOwner, items: Any = None,
         prompt: str | RowTemplate | None = None, output: Any = None,
         checkpoint: str | os.PathLike[str] | None = None, limits: BatchLimits | None = None,
     ) -> BatchJob:
@@ -291,7 +291,7 @@ class BatchJob:
         if job_id is None:
             job_id = _job_in(checkpoint, agent)
         spec = None if output is None else OutputSpec.of(output)
-        api = batch_api_for(agent.provider, limits)
+        api = agent.provider.batch_api(limits)
         inputs, index, missing = None, None, {}
         if items is not None:
             prompts = batch_prompts(items, prompt)
@@ -300,7 +300,7 @@ class BatchJob:
         return cls(agent, api, ids, inputs=inputs, index=index, output=spec, missing=missing, checkpoint=checkpoint)
 
 
-def _job_in(checkpoint: str | os.PathLike[str] | None, agent: BaseModule) -> str:
+def _job_in(checkpoint: str | os.PathLike[str] | None, agent: JobOwner) -> str:
     """The job id a checkpoint file holds, for ``attach(checkpoint=...)`` without a job id."""
     from aiforge.store import Checkpoint, Store
 
@@ -317,11 +317,9 @@ def _job_in(checkpoint: str | os.PathLike[str] | None, agent: BaseModule) -> str
     return job_id
 
 
-def _progress_bar(module: BaseModule, progress: bool, total: int) -> Any:
-    # TQDM_DISABLE is read now, as run_batch reads it: tqdm itself reads it once, at import.
-    flag = os.environ.get("TQDM_DISABLE", "").strip().lower()
-    if not (progress and module.settings.PROGRESS_BAR and flag in ("", "0", "false", "no")):
-        return None
-    from aiforge.core.progress import progress_bar
+def _progress_bar(module: JobOwner, progress: bool, total: int) -> Any:
+    from aiforge.core.progress import progress_bar, progress_enabled
 
+    if not (progress and progress_enabled(module.settings.PROGRESS_BAR)):
+        return None
     return progress_bar(total, desc="aiforge batch job")

@@ -16,16 +16,15 @@ from typing import TYPE_CHECKING, Any
 from aiforge.core.costs import CostRecord
 from aiforge.core.output import OutputRefusedError, OutputSpec
 from aiforge.core.pricing import batch_price_of
+from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import CallParams, Completion, Message, UsageError
 from aiforge.providers.batch_api import BatchRequest
 
 if TYPE_CHECKING:
-    from aiforge.modules.base import BaseModule
+    from aiforge.modules.jobs.owner import JobOwner
 
 CUSTOM_ID_PREFIX = "item-"
 """A request's ``custom_id`` is this and the item's position, so results find their row after a restart."""
-
-TRUNCATED_REASONS = frozenset({"length", "max_tokens"})
 
 
 def custom_id(index: int) -> str:
@@ -38,7 +37,7 @@ def index_of(custom_id: str) -> int | None:
     return int(number) if custom_id.startswith(CUSTOM_ID_PREFIX) and number.isdigit() else None
 
 
-def call_params(module: BaseModule, spec: OutputSpec | None) -> CallParams:
+def call_params(module: JobOwner, spec: OutputSpec | None) -> CallParams:
     """The parameters of one item's call: the agent's own (as its live turns use them), with ``output``."""
     runtime = getattr(module, "_runtime", None)  # a ChatAgent's per-agent call parameters
     params = runtime.params if runtime is not None else CallParams(
@@ -47,7 +46,7 @@ def call_params(module: BaseModule, spec: OutputSpec | None) -> CallParams:
     return dataclasses.replace(params, output=spec)
 
 
-def batch_requests(module: BaseModule, texts: dict[int, str], params: CallParams) -> list[BatchRequest]:
+def batch_requests(module: JobOwner, texts: dict[int, str], params: CallParams) -> list[BatchRequest]:
     """One request per item to send, keyed by position; ``UsageError`` for an agent with tools."""
     system_prompt, tools = module._request_context()
     if tools:
@@ -62,7 +61,7 @@ def batch_requests(module: BaseModule, texts: dict[int, str], params: CallParams
     ]
 
 
-def to_result(module: BaseModule, completion: Completion, spec: OutputSpec | None) -> Any:
+def to_result(module: JobOwner, completion: Completion, spec: OutputSpec | None) -> Any:
     """The module's result for one answered request, at the Batch API's price.
 
     A refusal is an ``OutputRefusedError`` and a reply that does not validate as ``output=`` an
@@ -95,5 +94,5 @@ def to_result(module: BaseModule, completion: Completion, spec: OutputSpec | Non
         trace_id=trace_id,
         provider=module.provider_name,
         priced=priced,
-        truncated=completion.finish_reason in TRUNCATED_REASONS,
+        truncated=completion.finish_reason in TOKEN_LIMIT_FINISH_REASONS,
     )

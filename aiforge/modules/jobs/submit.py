@@ -10,8 +10,8 @@ from aiforge.core.aio import run_sync
 from aiforge.core.templates import RowTemplate
 
 if TYPE_CHECKING:
-    from aiforge.modules.base import BaseModule
     from aiforge.modules.jobs.job import BatchJob
+    from aiforge.modules.jobs.owner import JobOwner
     from aiforge.providers.batch_api import BatchLimits
 
 
@@ -39,6 +39,6 @@ class SubmitsBatchJobs:
         """``submit_batch`` in async code."""
         from aiforge.modules.jobs.job import BatchJob
 
-        module: BaseModule = self  # type: ignore[assignment]
+        module: JobOwner = self  # type: ignore[assignment]
         return await BatchJob.asubmit(module, items, output=output, prompt=prompt, checkpoint=checkpoint,
                                       limits=limits)

@@ -18,6 +18,7 @@ from contextlib import aclosing
 from typing import Any, ClassVar
 
 from aiforge.core.output import OutputSpec
+from aiforge.core.tokens import LOOP_FINISH_REASON
 from aiforge.core.types import (
     BadRequestError,
     CallParams,
@@ -56,8 +57,6 @@ DEFAULT_MAX_TOKENS = 512
 """Cap on generated tokens when neither the call nor MAX_TOKENS sets one: a tiny model can babble forever."""
 ATTEMPTS = 3
 """Decodings of one constrained reply at most: the reply, a retry that cannot copy a placeholder, an answer alone."""
-LOOP = "loop"
-"""``Completion.finish_reason`` when the loop guard ended a reply (``loops.py``)."""
 
 
 class _Run:
@@ -181,7 +180,7 @@ class LocalProvider(Provider):
     def _completion(
         self, run: _Run, text: str, tool_calls: list[ToolCall], usage: Usage, guard: LoopGuard
     ) -> Completion:
-        finish = "tool_calls" if tool_calls else LOOP if guard.cut else run.finish_reason
+        finish = "tool_calls" if tool_calls else LOOP_FINISH_REASON if guard.cut else run.finish_reason
         return Completion(
             text=guard.text if guard.cut and not tool_calls else text,
             tool_calls=tool_calls,

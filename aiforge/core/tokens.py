@@ -1,0 +1,42 @@
+"""Token facts used before a model answers: the ~4-characters-a-token estimate, the assumed reply length, and
+the finish reasons of a reply cut short.
+
+Exact counts need the model's tokenizer (the batch estimate uses tiktoken when it can); everything else that
+must guess a text's tokens (a table's budget for a prompt, the rate limiter's reservation, the batch estimate
+without tiktoken, the scripted provider's usage) counts from ``CHARS_PER_TOKEN`` here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+CHARS_PER_TOKEN = 4
+"""The usual estimate for English text and tables (code and other scripts run higher)."""
+DEFAULT_OUTPUT_TOKENS = 256
+"""Reply length assumed when ``MAX_TOKENS`` is not set: a paragraph or a small JSON object."""
+
+TOKEN_LIMIT_FINISH_REASONS = frozenset({"length", "max_tokens"})
+"""Finish reasons of a reply cut at its token limit: OpenAI's and llama.cpp's, Anthropic's."""
+LOOP_FINISH_REASON = "loop"
+"""``Completion.finish_reason`` when the embedded model's loop guard ended a reply."""
+TRUNCATED_FINISH_REASONS = TOKEN_LIMIT_FINISH_REASONS | {LOOP_FINISH_REASON}
+"""Finish reasons of a cut reply: a token limit, or the embedded model's loop guard."""
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens ``text`` will take, estimated as characters / ``CHARS_PER_TOKEN``, rounded up."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def request_tokens(messages: list[Any], max_tokens: int | None) -> float:
+    """A request's tokens before it is sent: its messages' characters / ``CHARS_PER_TOKEN`` (not rounded) plus
+    the output allowance (``max_tokens``, else ``DEFAULT_OUTPUT_TOKENS``)."""
+    chars = 0
+    for message in messages:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if isinstance(content, str):
+            chars += len(content)
+        elif isinstance(content, list):
+            chars += sum(len(part.get("text") or "") for part in content if isinstance(part, Mapping))
+    return chars / CHARS_PER_TOKEN + (max_tokens or DEFAULT_OUTPUT_TOKENS)
