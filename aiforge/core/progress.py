@@ -25,7 +25,7 @@ def progress_enabled(setting: bool) -> bool:
     return setting and flag in ("", "0", "false", "no")
 
 
-def progress_bar(total: int, desc: str = DESCRIPTION) -> Any:
+def progress_bar(total: int, desc: str = DESCRIPTION, unit: str = "item", leave: bool = False) -> Any:
     """A tqdm bar over ``total`` items (``tqdm.auto`` picks the terminal or the notebook kind).
 
     The caller decided it is wanted (``progress_enabled``), so ``disable=False``: tqdm's own default is the
@@ -37,8 +37,8 @@ def progress_bar(total: int, desc: str = DESCRIPTION) -> Any:
     # into every terminal run.
     notebook = sys.modules.get("tqdm.notebook")
     if notebook is not None and issubclass(tqdm, notebook.tqdm_notebook):
-        return _notebook_bar()(total=total, desc=desc, unit="item", leave=False, disable=False, display=False)
-    return tqdm(total=total, desc=desc, unit="item", leave=False, disable=False)
+        return _notebook_bar()(total=total, desc=desc, unit=unit, leave=leave, disable=False, display=False)
+    return tqdm(total=total, desc=desc, unit=unit, leave=leave, disable=False)
 
 
 @functools.cache

@@ -36,6 +36,7 @@ import dask.dataframe as dd
 import pandas as pd
 from dask.dataframe.extensions import register_dataframe_accessor
 
+from aiforge.core.progress import progress_bar, progress_enabled
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
 from aiforge.dataframes.accessor import ATTRS_KEY, LABEL_COLUMN
@@ -142,16 +143,16 @@ class DaskOperations:
 def compute(result: Any, *, progress: bool = True) -> Any:
     """``result.compute()``, with one progress bar on the client over the partitions as they finish.
 
-    The bar is tqdm's (a widget in a notebook; ``TQDM_DISABLE=1`` or ``progress=False`` turn it off).
+    The bar is every long run's (``core.progress``: a widget in a notebook that ends as one line);
+    ``TQDM_DISABLE=1`` or ``progress=False`` turn it off.
     """
-    if not progress:
+    if not progress_enabled(progress):
         return result.compute()
     from distributed import as_completed, futures_of, get_client
-    from tqdm.auto import tqdm
 
     persisted = get_client().persist(result)
     futures = futures_of(persisted)
-    with tqdm(total=len(futures), desc="aiforge partitions", unit="partition") as bar:
+    with progress_bar(len(futures), "aiforge partitions", unit="partition", leave=True) as bar:
         for _ in as_completed(futures):
             bar.update(1)
     return persisted.compute()
