@@ -47,8 +47,6 @@ LAYERS = {
     "dataframes": 4,
     "jupyter": 5,
     "cli": 5,
-    "cli_batch": 5,
-    "cli_batch_files": 5,
     "__init__": 5,
     "__main__": 5,
 }
