@@ -25,7 +25,7 @@ import ipywidgets as widgets
 from aiforge.core.aio import background_loop, run_sync
 from aiforge.core.render import UPDATE_INTERVAL, Throttle, describe_error
 from aiforge.core.types import AIForgeError, UsageError
-from aiforge.jupyter.panel_view import ENTER_TO_SEND_JS, JUMP_HTML, PANEL_JS, STYLE, render_entry
+from aiforge.jupyter.panel_view import ENTER_TO_SEND_JS, PANEL_JS, STYLE, panel_widgets, render_entry
 from aiforge.modules.chat.module import ChatAgent
 from aiforge.modules.chat.schemas import ChatResponse
 from aiforge.tools import builtin_tools, calculator, current_time, research, unit_converter
@@ -70,48 +70,13 @@ class ChatPanel:
         self._stop_requested = False
         self._tasks: set[Any] = set()
 
-        self.header = widgets.HTML(STYLE + self._header_html())
-        # The scroller scrolls, not this box: ipywidgets gives every box ``overflow: auto``, and a box that may
-        # shrink inside the bounded scroller became the scrolling element, which FOLLOW_JS never scrolled.
-        self.messages = widgets.VBox(
-            layout=widgets.Layout(overflow="visible", flex="0 0 auto"), _dom_classes=["aiforge-chat-transcript"]
-        )
-        # The "new messages" button sticks to the scroller's bottom edge, below the messages, while it shows.
-        jump = widgets.HTML(JUMP_HTML, _dom_classes=["aiforge-chat-jump-row"])
-        # Bounded (460 px, half the page on a small screen) so the input below stays in view after a long answer;
-        # never sideways (overflow x hidden, y auto): STYLE wraps long words and code lines instead.
-        scroller = widgets.VBox(
-            [self.messages, jump],
-            layout=widgets.Layout(max_height="min(460px, 50vh)", overflow="hidden auto", padding="2px 4px"),
-            _dom_classes=["aiforge-chat-scroller"],
-        )
-        self.input = widgets.Textarea(
-            placeholder="Message (Enter to send, Shift+Enter for a new line)",
-            continuous_update=False,
-            rows=3,
-            layout=widgets.Layout(width="auto"),  # the panel's width; "100%" plus the widget's margins overflowed it
-            _dom_classes=["aiforge-chat-input"],
-        )
-        self.send_button = widgets.Button(
-            description="Send", button_style="primary", icon="paper-plane", _dom_classes=["aiforge-chat-send"]
-        )
-        self.stop_button = widgets.Button(description="Stop", icon="stop", disabled=True)
-        self.new_chat_button = widgets.Button(description="New chat", icon="plus")
-        self.footer = widgets.HTML()
+        parts = panel_widgets(STYLE + self._header_html())
+        self.header, self.messages, self.input, self.footer = parts.header, parts.messages, parts.input, parts.footer
+        self.send_button, self.stop_button, self.new_chat_button = parts.send, parts.stop, parts.new_chat
+        self.widget = parts.box
         self.send_button.on_click(self._on_send_click)
         self.stop_button.on_click(lambda _button: self.stop())
         self.new_chat_button.on_click(lambda _button: self.new_chat())
-        self.widget = widgets.VBox(
-            [
-                self.header,
-                scroller,
-                self.input,
-                widgets.HBox([self.send_button, self.stop_button, self.new_chat_button]),
-                self.footer,
-            ],
-            layout=widgets.Layout(width="100%"),
-            _dom_classes=["aiforge-chat-panel"],
-        )
         self._update_footer()
 
     # -- display -------------------------------------------------------------------------
