@@ -16,7 +16,7 @@ _LAZY: dict[str, str] = {
     "ChatAgent": "aiforge.modules.chat.module",
     "ChatResponse": "aiforge.modules.chat.schemas",
     "ToolCallRecord": "aiforge.modules.chat.schemas",
-    "ChatPanel": "aiforge.modules.chat.widget",
+    "ChatPanel": "aiforge.jupyter.panel",
     "AIForgeSettings": "aiforge.core.settings",
     "load_settings": "aiforge.core.settings",
     "setup_logging": "aiforge.core.logs",
@@ -87,10 +87,10 @@ if TYPE_CHECKING:
         RateLimitError,
         UsageError,
     )
+    from aiforge.jupyter.panel import ChatPanel
     from aiforge.modules.base import BaseModule, BatchResult
     from aiforge.modules.chat.module import ChatAgent
     from aiforge.modules.chat.schemas import ChatResponse, ToolCallRecord
-    from aiforge.modules.chat.widget import ChatPanel
     from aiforge.providers import register_provider
     from aiforge.providers.base import Provider
     from aiforge.providers.scripted import ScriptedProvider

@@ -101,7 +101,7 @@ PANEL_LIMIT_S = 1.5
 def panel_first_token(rounds: int) -> Row:
     """Seconds from sending to the first streamed token in a default ``ChatPanel()``, the model already loaded."""
     from aiforge.core.aio import run_sync
-    from aiforge.modules.chat.widget import ChatPanel
+    from aiforge.jupyter.panel import ChatPanel
 
     label = "default ChatPanel(): first token of 'Hi! What is the capital of Italy?' (model loaded)"
     agent = ChatPanel().agent  # what a newcomer's panel runs: the embedded model, the built-in tools on offer

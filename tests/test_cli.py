@@ -53,7 +53,7 @@ def test_an_interrupt_without_a_message_says_interrupted(
     def interrupted(*_args: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("aiforge.cli._turn", interrupted)
+    monkeypatch.setattr("aiforge.cli.chat._turn", interrupted)
 
     assert run("chat", "--provider", "scripted", "hi")[0] == 130
     assert capsys.readouterr().err == "\naiforge: interrupted\n"

@@ -47,12 +47,13 @@ LAYERS = {
     "dataframes": 4,
     "jupyter": 5,
     "cli": 5,
-    "cli_batch": 5,
-    "cli_batch_files": 5,
     "__init__": 5,
     "__main__": 5,
 }
 """Rank of each part of ``aiforge/``: a module may import only from its own rank or below."""
+
+OLD_HOMES = {"aiforge.modules.chat.widget": "aiforge.jupyter.panel"}
+"""Public import paths (the reference page's) whose module moved up a layer: each only re-exports its new home."""
 
 
 def _part(module: str) -> str:
@@ -84,7 +85,7 @@ def test_imports_point_down_the_layers_only() -> None:
         upward += [
             f"{module} imports {target}"
             for target in _imports(path, package)
-            if LAYERS[_part(target)] > LAYERS[source]
+            if LAYERS[_part(target)] > LAYERS[source] and OLD_HOMES.get(module) != target
         ]
     assert upward == []
 

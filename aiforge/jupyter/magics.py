@@ -6,14 +6,11 @@ first runs.
 
 ``{name}`` in a message is replaced by a variable of the notebook (``interpolation``); nothing
 is evaluated: the magics also opt out of IPython's own ``{expression}`` expansion of the magic
-line, which would evaluate.
+line, which would evaluate. How a magic's line is split into options and message: ``magic_line``.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -22,78 +19,19 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from aiforge.core.setting_flags import option_settings
 from aiforge.jupyter.interpolation import interpolate, resolve_reference
+from aiforge.jupyter.magic_line import (
+    AGENT_OPTIONS,
+    agent_config,
+    agent_selection_magic,
+    decorated_by,
+    option_tokens,
+    parse_options,
+    run_questions_as_chat,
+    shown_as,
+    split_line,
+)
 
 FORMATS = ("markdown", "text", "code", "json")
-
-def _short(exc: BaseException, message: str) -> BaseException:
-    """``exc``, shown by IPython as ``message`` alone, never a traceback full of settings (``_render_traceback_``)."""
-    exc._render_traceback_ = lambda: [message]  # type: ignore[attr-defined]
-    return exc
-
-
-_SELECTION = [
-    argument("-a", "--agent", metavar="NAME", help="a ChatAgent variable of the notebook (default: the session agent)"),
-    argument("--provider", help="session agent for this provider (openai, anthropic, local, scripted...)"),
-    argument("--model", help="session agent for this model"),
-    argument("--quality", choices=("high", "medium", "low"), help="session agent routed to this quality tier"),
-    argument("--memory", choices=("buffer", "summary", "none"), help="session agent with this memory mode"),
-    argument("-t", "--temperature", type=float, help="session agent with this sampling temperature (0 = steady)"),
-    argument("--max-tokens", type=int, help="session agent with this cap on generated tokens per model call"),
-    argument("--session", metavar="NAME", help="session agent on this saved conversation (kept across restarts)"),
-]
-
-
-def _with(decorators: Sequence[Callable[[Any], Any]]) -> Callable[[Any], Any]:
-    def apply(func: Any) -> Any:
-        for decorator in reversed(decorators):
-            func = decorator(func)
-        return func
-
-    return apply
-
-
-def _selection_magic(func: Any) -> Any:
-    """A line magic whose only options select an agent (``-a``, ``--provider``, ...)."""
-    return no_var_expand(magic_arguments()(_with(_SELECTION)(line_magic(func))))
-
-
-def _parse(magic: Any, line: str) -> Any:
-    return magic.parser.parse_args(_tokens(line))
-
-
-_OPTION = re.compile(r"""\s*(--?[A-Za-z][\w-]*)(=)?""")
-_VALUE = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
-
-
-def _split_line(line: str, parser: Any) -> tuple[list[str], str]:
-    """Split ``%chat [options] [--] message`` into option tokens and the message, kept verbatim."""
-    flags: dict[str, bool] = {}
-    for action in parser._actions:
-        for option in action.option_strings:
-            flags[option] = action.nargs != 0
-    pos = 0
-    message_start = None
-    while True:
-        dashes = re.compile(r"\s*--(?:\s|$)").match(line, pos)
-        if dashes is not None:
-            message_start = dashes.end()
-            break
-        match = _OPTION.match(line, pos)
-        if match is None:
-            break
-        option = match.group(1)
-        if option not in flags:
-            if re.fullmatch(r"-[A-Za-z]|--[A-Za-z][\w-]*", option):
-                raise UsageError(f"unknown option {option}; put -- before a message that starts with '-'")
-            break
-        pos = match.end()
-        if flags[option]:
-            value = _VALUE.match(line, pos)
-            if value is None or (not match.group(2) and value.start(1) == pos):
-                raise UsageError(f"option {option} needs a value")
-            pos = value.end()
-    return _tokens(line[:pos]), line[pos if message_start is None else message_start :].strip()
-
 
 # ---------------------------------------------------------------------------
 # The magics
@@ -112,7 +50,7 @@ class ChatMagics(Magics):
 
     @no_var_expand
     @magic_arguments()
-    @_with(_SELECTION)
+    @decorated_by(AGENT_OPTIONS)
     @argument("-s", "--system", metavar="TEXT", help="system prompt for this turn only ({name} works here too)")
     @argument("--reset", action="store_true", help="start a new conversation first")
     @argument("-f", "--format", choices=FORMATS, default="markdown", help="how to show the answer (default: markdown)")
@@ -144,9 +82,9 @@ class ChatMagics(Magics):
         """
         parser = self.chat.parser
         if cell is None:
-            tokens, message = _split_line(line, parser)
+            tokens, message = split_line(line, parser)
         else:
-            tokens, message = _tokens(line), cell
+            tokens, message = option_tokens(line), cell
         args = parser.parse_args(tokens)
         namespace = self._namespace
         agent = None
@@ -168,7 +106,7 @@ class ChatMagics(Magics):
         except UsageError:
             raise
         except KeyboardInterrupt as exc:
-            raise _short(
+            raise shown_as(
                 exc, "Interrupted: the answer was stopped; the conversation is as it was before this cell."
             ) from None
         except Exception as exc:
@@ -177,7 +115,7 @@ class ChatMagics(Magics):
             if isinstance(exc, AIForgeError):
                 from aiforge.core.render import describe_error
 
-                raise _short(exc, describe_error(exc, agent)) from None
+                raise shown_as(exc, describe_error(exc, agent)) from None
             raise
         response.trace[:0] = sent  # what the model got for each {table}, first in the trace
         namespace["_chat"] = response
@@ -219,11 +157,11 @@ class ChatMagics(Magics):
 
     # -- %chat_reset / %chat_history -----------------------------------------------------
 
-    @_selection_magic
+    @agent_selection_magic
     def chat_reset(self, line: str) -> None:
         """Start a new conversation: every session agent's, or only the selected agent's."""
-        args = _parse(self.chat_reset, line)
-        if args.agent or any(v is not None for v in _config(args)):
+        args = parse_options(self.chat_reset, line)
+        if args.agent or any(v is not None for v in agent_config(args)):
             agent = self._agent(args, create=False)
             if agent is not None:
                 agent.reset()
@@ -231,10 +169,10 @@ class ChatMagics(Magics):
         for agent in self.agents.values():
             agent.reset()
 
-    @_selection_magic
+    @agent_selection_magic
     def chat_history(self, line: str) -> Any:
         """The conversation of the session agent (or the selected one) as a DataFrame."""
-        args = _parse(self.chat_history, line)
+        args = parse_options(self.chat_history, line)
         agent = self._agent(args, create=False)
         if agent is None:
             import pandas as pd
@@ -257,7 +195,7 @@ class ChatMagics(Magics):
         from aiforge.store.access import logs
 
         line, search = split_search(line)
-        args = _parse(self.chat_log, line)
+        args = parse_options(self.chat_log, line)
         shown = [
             "time", "session", "model", "prompt", "reply", "input_tokens", "output_tokens", "cost", "latency_ms",
             "queue_ms",
@@ -274,7 +212,7 @@ class ChatMagics(Magics):
         return namespace
 
     def _agent(self, args: Any, *, create: bool = True) -> Any:
-        config = _config(args)
+        config = agent_config(args)
         if args.agent:
             if any(v is not None for v in config):
                 raise UsageError(
@@ -304,44 +242,6 @@ def _output_type(name: str, namespace: dict[str, Any]) -> Any:
     from aiforge.jupyter.display import output_type
 
     return output_type(name, namespace)
-
-
-def _config(args: Any) -> tuple[Any, ...]:
-    return (args.provider, args.model, args.quality, args.memory, args.temperature, args.max_tokens, args.session)
-
-
-def _tokens(line: str) -> list[str]:
-    try:
-        return shlex.split(line)
-    except ValueError as exc:
-        raise UsageError(f"cannot read the options: {exc}") from None
-
-
-# ---------------------------------------------------------------------------
-# "%chat Is it true?": a line magic, not IPython's "name?" help
-# ---------------------------------------------------------------------------
-
-_QUESTION_LINE = re.compile(r"^([ \t]*)%chat[ \t]+(\S.*?)[ \t]*$")
-
-
-def run_questions_as_chat(lines: list[str]) -> list[str]:
-    """Input transformer: a ``%chat ...?`` line runs the magic instead of showing help for its last word.
-
-    IPython reads any line ending in ``?`` as a help request (``%chat What is Python?`` would
-    show help on ``Python``); this rewrites such lines into the magic call IPython would make.
-    ``%chat?`` and ``%chat ?`` still show the magic's help.
-    """
-    if not lines or lines[0].lstrip().startswith("%%"):
-        return lines
-    out = []
-    for line in lines:
-        body = line.rstrip("\r\n")
-        match = _QUESTION_LINE.match(body)
-        if match and match.group(2).endswith("?") and match.group(2) not in ("?", "??"):
-            ending = line[len(body) :]
-            line = f"{match.group(1)}get_ipython().run_line_magic('chat', {match.group(2)!r}){ending}"
-        out.append(line)
-    return out
 
 
 def load_ipython_extension(ipython: Any) -> None:

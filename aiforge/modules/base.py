@@ -21,7 +21,7 @@ from aiforge.core.output import OutputSpec
 from aiforge.core.progress import progress_bar, progress_enabled
 from aiforge.core.settings import AIForgeSettings, load_settings
 from aiforge.core.templates import RowTemplate, batch_prompts
-from aiforge.core.types import UsageError
+from aiforge.core.types import CallParams, UsageError
 from aiforge.modules.batch.embedded import warn_if_embedded
 from aiforge.modules.batch.estimate import BatchEstimate, ItemPricer, estimate_of, item_pricer
 from aiforge.modules.batch.results import BatchFailure, BatchItem, BatchResult, MissingValueError
@@ -71,7 +71,7 @@ class BaseModule(SubmitsBatchJobs, ABC):
         self.quality = quality or self.settings.DEFAULT_QUALITY
         if isinstance(provider, Provider):
             self.provider = provider
-            self.provider_name = getattr(provider, "provider_name", None) or provider.name
+            self.provider_name = provider.registry_name
         else:
             self.provider_name = resolve_provider_name(self.settings)
             self.provider = create_provider(self.settings, self.provider_name)
@@ -124,6 +124,10 @@ class BaseModule(SubmitsBatchJobs, ABC):
     def _request_context(self) -> tuple[str, list[Any]]:
         """The system prompt and tool specs sent with every item (for estimates and batch identity)."""
         return "", []
+
+    def _call_params(self) -> CallParams:
+        """The parameters of one model call, as the module's settings give them (a Batch API job's requests)."""
+        return CallParams(model=self.model, temperature=self.settings.TEMPERATURE, max_tokens=self.settings.MAX_TOKENS)
 
     def run(self, text: str, **kwargs: Any) -> Any:
         return run_sync(self.arun(text, **kwargs))
@@ -287,7 +291,7 @@ class BaseModule(SubmitsBatchJobs, ABC):
         settings = {
             "module": type(self).__name__,
             "provider": self.provider_name,
-            "endpoint": public_endpoint(getattr(self.provider, "base_url", None)),
+            "endpoint": public_endpoint(self.provider.base_url),
             "model": self.model,
             "temperature": self.settings.TEMPERATURE,
             "max_tokens": self.settings.MAX_TOKENS,

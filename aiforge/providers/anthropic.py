@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from aiforge.core.types import CallParams, Completion, Message, ToolSpec, new_tool_call
 from aiforge.providers.anthropic_completion import ERROR_TYPE_STATUS, anthropic_usage, completion_from_anthropic
 from aiforge.providers.anthropic_output import add_output_format, output_tool_of, refusal_text
+from aiforge.providers.base import StructuredOutputMode
 from aiforge.providers.sdk import Endpoint, SDKProvider
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
 
@@ -215,6 +216,7 @@ class AnthropicProvider(SDKProvider["anthropic.AsyncAnthropic"]):
     temperature_unsent: ClassVar[str | None] = (
         "the Messages API (version 2026-10-21, the anthropic SDK's default) rejects temperature for every model"
     )
+    structured_output: ClassVar[StructuredOutputMode] = "output_config"
     endpoint: ClassVar[Endpoint] = Endpoint(
         "anthropic", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "claude-haiku-4-5", default_url=DEFAULT_BASE_URL
     )

@@ -6,7 +6,7 @@ import threading
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec
 
@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 StreamEvent = str | Completion
 """What ``Provider.stream`` yields: text deltas, then exactly one final ``Completion``."""
 
+StructuredOutputMode = Literal["json_schema", "output_config", "grammar", "scripted", "prompted"]
+"""How a provider answers a call with ``params.output`` (see ``Provider.structured_output``)."""
+
 
 class Provider(ABC):
     """An LLM backend.
@@ -24,6 +27,9 @@ class Provider(ABC):
     calls come and go in aiforge's neutral types; the provider translates its wire format.
     Retries, timeouts and error mapping happen inside the provider, so callers only ever see
     ``aiforge.core.types`` errors.
+
+    What a provider is and can do is data on it (its profile): the layers above ``providers/``
+    read these attributes and never ask a provider's class or name, nor probe it with ``getattr``.
     """
 
     name: ClassVar[str] = "custom"
@@ -33,7 +39,37 @@ class Provider(ABC):
     free: ClassVar[bool] = False
     #: Why this backend is sent no sampling temperature; None when it is sent ``TEMPERATURE``.
     temperature_unsent: ClassVar[str | None] = None
+    default_temperature: ClassVar[float | None] = None
+    """The temperature this provider picks itself when the user set no ``TEMPERATURE``; None: it is sent the
+    setting's default. A provider with one (the embedded model's measured greedy default) is sent
+    ``temperature=None`` until the user sets ``TEMPERATURE``."""
+    structured_output: ClassVar[StructuredOutputMode] = "prompted"
+    """How this provider answers ``params.output``: ``"json_schema"`` (Chat Completions' strict response format),
+    ``"output_config"`` (the Messages API's output format, or a forced tool), ``"grammar"`` (constrained decoding
+    in process), ``"scripted"`` (a test's script) or ``"prompted"`` (the schema in the system prompt, by the
+    ``PromptedTools`` wrapper an agent puts around a provider without native tool calling)."""
+    embedded: ClassVar[bool] = False
+    """This is the bundled in-process model (``provider="local"``): for trying aiforge offline, not for columns
+    one relies on (``EmbeddedModelWarning``)."""
+    base_url: str | None = None
+    """The URL this provider's calls go to (part of what identifies a batch or a cached reply); None in process."""
     default_model: str = "default"
+
+    @property
+    def registry_name(self) -> str:
+        """The name this provider is registered, priced and logged under (``PROVIDER=...``): ``name`` for a
+        built-in; a function provider's or a cassette's own."""
+        return self.name
+
+    @classmethod
+    def configured_model(cls, settings: Any) -> str:
+        """The model an instance made from ``settings`` would call, without making one (no key needed)."""
+        return cls.default_model
+
+    @classmethod
+    def configured_base_url(cls, settings: Any) -> str | None:
+        """The ``base_url`` an instance made from ``settings`` would have, without making one (no key needed)."""
+        return None
 
     @classmethod
     def connection_key(cls, settings: Any) -> tuple[Any, ...]:
@@ -61,7 +97,7 @@ class Provider(ABC):
 
         Raises ``ProviderError`` naming the providers that have one; a vendor with a Batch API overrides this.
         """
-        name = getattr(self, "provider_name", None) or self.name
+        name = self.registry_name
         raise ProviderError(
             f"the {name} provider has no Batch API; submit_batch works with openai, internal_gateway (a gateway "
             f"serving /v1/files and /v1/batches), anthropic and scripted. Use run_batch for {name}.",

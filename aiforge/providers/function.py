@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec
-from aiforge.providers.base import Provider
+from aiforge.providers.base import Provider, StructuredOutputMode
 
 
 class FunctionProvider(Provider):
@@ -22,12 +22,18 @@ class FunctionProvider(Provider):
 
     supports_native_tools: ClassVar[bool] = False
     supports_streaming: ClassVar[bool] = False
+    structured_output: ClassVar[StructuredOutputMode] = "prompted"
 
     def __init__(self, fn: Callable[..., Any], *, name: str = "function") -> None:
         self.fn = fn
         self.provider_name = name
         self.default_model = name
         self._is_async = inspect.iscoroutinefunction(fn)
+
+    @property
+    def registry_name(self) -> str:
+        """The name the function was registered under."""
+        return self.provider_name
 
     async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
         plain = [{"role": m["role"], "content": m["content"]} for m in messages]

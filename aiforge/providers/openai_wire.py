@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiforge.core.logs import redact
 from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec, Usage, new_tool_call
+from aiforge.providers.base import StructuredOutputMode
 from aiforge.providers.openai_output import add_output_format
 from aiforge.providers.sdk import SDKProvider
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
@@ -202,6 +203,8 @@ def _openai_errors() -> SDKErrors:
 
 class ChatCompletionsProvider(SDKProvider["openai.AsyncOpenAI"]):
     """A provider speaking Chat Completions through ``openai.AsyncOpenAI``; subclasses set ``endpoint``."""
+
+    structured_output: ClassVar[StructuredOutputMode] = "json_schema"
 
     #: OpenAI's reasoning models reject ``max_tokens``; many gateways only know it.
     max_tokens_field: ClassVar[str] = "max_completion_tokens"

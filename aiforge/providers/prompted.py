@@ -19,7 +19,7 @@ from typing import ClassVar
 from aiforge.core.aio import closing_iterator
 from aiforge.core.output import OutputSpec
 from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, new_tool_call
-from aiforge.providers.base import Provider, StreamEvent
+from aiforge.providers.base import Provider, StreamEvent, StructuredOutputMode
 
 TOOL_USE_SYSTEM = """\
 You can use these tools:
@@ -171,6 +171,7 @@ class PromptedTools(Provider):
     """``inner`` with tool calls through the prompted-JSON protocol; it looks native to callers."""
 
     supports_native_tools: ClassVar[bool] = True
+    structured_output: ClassVar[StructuredOutputMode] = "prompted"
 
     def __init__(self, inner: Provider) -> None:
         self.inner = inner

@@ -31,7 +31,7 @@ import pydantic_core
 
 from aiforge.core.tokens import CHARS_PER_TOKEN
 from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, Usage, new_tool_call
-from aiforge.providers.base import Provider, StreamEvent
+from aiforge.providers.base import Provider, StreamEvent, StructuredOutputMode
 from aiforge.providers.batch_api import BatchLimits
 from aiforge.providers.scripted_batch import ScriptedBatchAPI, ScriptedBatches
 
@@ -113,6 +113,7 @@ class ScriptedProvider(Provider):
     supports_native_tools: ClassVar[bool] = True
     supports_streaming: ClassVar[bool] = True
     free: ClassVar[bool] = True
+    structured_output: ClassVar[StructuredOutputMode] = "scripted"
 
     def __init__(
         self,

@@ -121,6 +121,7 @@ class SDKProvider(Provider, Generic[C]):
     supports_native_tools: ClassVar[bool] = True
     supports_streaming: ClassVar[bool] = True
     endpoint: ClassVar[Endpoint]
+    base_url: str
 
     def __init__(self, settings: AIForgeSettings) -> None:
         self.base_url = self.endpoint.base_url(settings)
@@ -136,6 +137,14 @@ class SDKProvider(Provider, Generic[C]):
     @classmethod
     def connection_key(cls, settings: Any) -> tuple[Any, ...]:
         return cls.endpoint.connection_key(settings)
+
+    @classmethod
+    def configured_model(cls, settings: Any) -> str:
+        return cls.endpoint.model(settings)
+
+    @classmethod
+    def configured_base_url(cls, settings: Any) -> str | None:
+        return cls.endpoint.base_url(settings)
 
     def client(self) -> C:
         """The SDK client of the running event loop (one per loop, reused)."""

@@ -98,7 +98,7 @@ def test_chit_chat_gets_no_tool_and_arithmetic_gets_the_calculator() -> None:
 
 def test_the_default_panel_answers_rome_without_a_tool() -> None:
     pytest.importorskip("ipywidgets")
-    from aiforge.modules.chat.widget import ChatPanel
+    from aiforge.jupyter.panel import ChatPanel
 
     panel = ChatPanel()
     assert panel.agent.provider_name == "local"

@@ -27,7 +27,7 @@ import aiforge
 from aiforge.core.logs import LOGGERS
 from aiforge.core.settings import load_settings
 from aiforge.core.types import AIForgeError, AuthenticationError
-from aiforge.modules.chat.widget import ChatPanel
+from aiforge.jupyter.panel import ChatPanel
 from tests.reliability.conftest import KEY, PROTOCOLS, make_agent
 from tests.support.llm_server import Fault, LLMServer, RecordedRequest, Reply, ToolCallSpec
 

@@ -7,14 +7,14 @@ plumbing), but it labels reviews barely better than chance and gets facts and ar
 
 from __future__ import annotations
 
-import sys
 import threading
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aiforge.core.costs import _caller_stacklevel
 
-_LOCAL_PROVIDER_MODULE = "aiforge.providers.local.provider"
+if TYPE_CHECKING:
+    from aiforge.providers.base import Provider
 
 
 class EmbeddedModelWarning(UserWarning):
@@ -25,17 +25,10 @@ _warned = False
 _lock = threading.Lock()
 
 
-def is_embedded(provider: Any) -> bool:
-    """Whether ``provider`` is the embedded llama.cpp model (``provider="local"``)."""
-    # Only a loaded module can have made the instance: no import (and no llama.cpp) for other providers.
-    module = sys.modules.get(_LOCAL_PROVIDER_MODULE)
-    return module is not None and isinstance(provider, module.LocalProvider)
-
-
-def warn_if_embedded(provider: Any) -> None:
+def warn_if_embedded(provider: Provider) -> None:
     """Warn once per process (``EmbeddedModelWarning``) when a typed batch is about to run on the embedded model."""
     global _warned
-    if not is_embedded(provider):
+    if not provider.embedded:
         return
     with _lock:
         if _warned:

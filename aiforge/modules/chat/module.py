@@ -84,8 +84,8 @@ class ChatAgent(BaseModule):
         self.native_tools = self.provider.supports_native_tools if native_tools is None else bool(native_tools)
         self._base_prompt = system_prompt or self.settings.chat.system_prompt or DEFAULT_SYSTEM_PROMPT
         warn_if_temperature_unsent(self.provider, self.settings)
-        # The embedded model has measured defaults (providers/local/defaults.py); a TEMPERATURE the user set wins.
-        unset = self.provider.name == "local" and "TEMPERATURE" not in self.settings.model_fields_set
+        # A provider with its own default (the embedded model's measured one) picks it; a TEMPERATURE the user set wins.
+        unset = self.provider.default_temperature is not None and "TEMPERATURE" not in self.settings.model_fields_set
         self._runtime = AgentRuntime(
             # The graph sees native tool calls only: the prompted-JSON protocol is a provider wrapper.
             provider=self.provider if self.native_tools else PromptedTools(self.provider),
@@ -100,9 +100,7 @@ class ChatAgent(BaseModule):
             cost_tracker=self.cost_tracker,
             price_overrides=self.settings.PRICES or None,
         )
-        self._key_base = TurnKeyBase.of(
-            self._runtime, getattr(self.provider, "base_url", None), native_tools=self.native_tools
-        )
+        self._key_base = TurnKeyBase.of(self._runtime, self.provider.base_url, native_tools=self.native_tools)
         self._graph = build_chat_graph()
         # route, then execute_tool + process_result per round: never let LangGraph's own step
         # limit (configurable by environment) end a turn before max_tool_iterations does.
@@ -210,6 +208,9 @@ class ChatAgent(BaseModule):
 
     def _request_context(self) -> tuple[str, list[Any]]:
         return self.system_prompt, list(self._runtime.toolset.specs or ())
+
+    def _call_params(self) -> CallParams:
+        return self._runtime.params  # the agent's own, as its live turns use them
 
     async def _arun_batch_item(
         self, text: str, *, output: Any = None, cache: ResponseCache | None = None

@@ -27,12 +27,17 @@ class CassetteProvider(Provider):
         self.inner, self.cassette, self.mode = inner, cassette, mode
         self.keyed = keyed
         """A key is configured: ``"auto"`` then calls the provider (and records) rather than replaying."""
-        self.provider_name = name
+        self._registry_name = name
         self.default_model = model
         self.supports_native_tools = native_tools  # type: ignore[misc]
         self.supports_streaming = True  # type: ignore[misc]
         self.free = bool(inner and inner.free)  # type: ignore[misc]
         self.base_url = endpoint
+
+    @property
+    def registry_name(self) -> str:
+        """The wrapped provider's name (or, replaying only, the one the settings name)."""
+        return self._registry_name
 
     def batch_api(self, limits: BatchLimits | None = None) -> ProviderBatchAPI[Any]:
         """The wrapped provider's Batch API (jobs are not recorded); none when replaying only."""
@@ -53,7 +58,7 @@ class CassetteProvider(Provider):
         return entry
 
     def _request(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> dict[str, Any]:
-        return request_of(self.provider_name, messages, tools, params)
+        return request_of(self.registry_name, messages, tools, params)
 
     async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
         request = self._request(messages, tools, params)
@@ -120,7 +125,7 @@ def _wrap(provider: Any, settings: Any, cassette: Cassette) -> CassetteProvider:
 
     inner: Provider | None
     if isinstance(provider, Provider):
-        inner, name = provider, getattr(provider, "provider_name", None) or provider.name
+        inner, name = provider, provider.registry_name
     else:
         name = resolve_provider_name(settings)
         try:
@@ -132,12 +137,10 @@ def _wrap(provider: Any, settings: Any, cassette: Cassette) -> CassetteProvider:
     if inner is not None:
         return CassetteProvider(
             inner, cassette, settings.REPLAY, keyed=bool(settings.secrets()), name=name, model=inner.default_model,
-            native_tools=inner.supports_native_tools, endpoint=getattr(inner, "base_url", None),
+            native_tools=inner.supports_native_tools, endpoint=inner.base_url,
         )
     cls = _builtin_class(name)
-    endpoint = getattr(cls, "endpoint", None)
     return CassetteProvider(
-        None, cassette, settings.REPLAY, keyed=False, name=name,
-        model=endpoint.model(settings) if endpoint else cls.default_model,
-        native_tools=cls.supports_native_tools, endpoint=endpoint.base_url(settings) if endpoint else None,
+        None, cassette, settings.REPLAY, keyed=False, name=name, model=cls.configured_model(settings),
+        native_tools=cls.supports_native_tools, endpoint=cls.configured_base_url(settings),
     )

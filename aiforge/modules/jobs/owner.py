@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from aiforge.core.costs import CostTracker
     from aiforge.core.output import OutputSpec
     from aiforge.core.settings import AIForgeSettings
+    from aiforge.core.types import CallParams
     from aiforge.modules.batch.results import BatchItem
     from aiforge.providers.base import Provider
     from aiforge.store import BatchFingerprint
@@ -40,6 +41,10 @@ class JobOwner(Protocol):
 
     def _request_context(self) -> tuple[str, list[Any]]:
         """The system prompt and tool specs sent with every item."""
+        ...
+
+    def _call_params(self) -> CallParams:
+        """The parameters of one item's call (a ``ChatAgent``'s are its own, as its live turns use them)."""
         ...
 
     def _batch_fingerprint(self, inputs: list[str], spec: OutputSpec | None) -> BatchFingerprint:

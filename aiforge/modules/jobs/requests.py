@@ -39,11 +39,7 @@ def index_of(custom_id: str) -> int | None:
 
 def call_params(module: JobOwner, spec: OutputSpec | None) -> CallParams:
     """The parameters of one item's call: the agent's own (as its live turns use them), with ``output``."""
-    runtime = getattr(module, "_runtime", None)  # a ChatAgent's per-agent call parameters
-    params = runtime.params if runtime is not None else CallParams(
-        model=module.model, temperature=module.settings.TEMPERATURE, max_tokens=module.settings.MAX_TOKENS
-    )
-    return dataclasses.replace(params, output=spec)
+    return dataclasses.replace(module._call_params(), output=spec)
 
 
 def batch_requests(module: JobOwner, texts: dict[int, str], params: CallParams) -> list[BatchRequest]:

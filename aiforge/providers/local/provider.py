@@ -30,7 +30,7 @@ from aiforge.core.types import (
     Usage,
 )
 from aiforge.core.waits import waited
-from aiforge.providers.base import Provider, StreamEvent
+from aiforge.providers.base import Provider, StreamEvent, StructuredOutputMode
 from aiforge.providers.local import defaults
 from aiforge.providers.local.engine import default_threads, shared_engine
 from aiforge.providers.local.loops import LoopGuard
@@ -103,6 +103,9 @@ class LocalProvider(Provider):
     supports_native_tools: ClassVar[bool] = True
     supports_streaming: ClassVar[bool] = True
     free: ClassVar[bool] = True
+    embedded: ClassVar[bool] = True
+    default_temperature: ClassVar[float | None] = defaults.TEMPERATURE
+    structured_output: ClassVar[StructuredOutputMode] = "grammar"
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings

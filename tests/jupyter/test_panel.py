@@ -18,8 +18,8 @@ import aiforge
 from aiforge import ChatAgent
 from aiforge import tools as tools_module
 from aiforge.core.types import ProviderError
-from aiforge.modules.chat.panel_view import FOLLOW_JS, PANEL_JS
-from aiforge.modules.chat.widget import ENTER_TO_SEND_JS, ChatPanel, calculator, current_time, research, unit_converter
+from aiforge.jupyter.panel import ENTER_TO_SEND_JS, ChatPanel, calculator, current_time, research, unit_converter
+from aiforge.jupyter.panel_view import FOLLOW_JS, PANEL_JS
 from aiforge.providers.scripted import ScriptedProvider, tool_call
 
 LONG_REPLY = "Streaming **works**: " + " ".join(f"word{i}" for i in range(14))
@@ -392,3 +392,12 @@ async def test_new_chat_during_a_turn_stops_it(frontend: FrontEnd) -> None:
     frontend.click(panel.new_chat_button)
     await wait_idle(panel)
     assert panel.transcript == [] and panel.agent.history == []
+
+
+def test_the_reference_pages_widget_module_gives_the_same_panel_and_tools() -> None:
+    from aiforge.modules.chat import widget
+
+    assert widget.ChatPanel is ChatPanel
+    assert (widget.calculator, widget.research) == (calculator, research)
+    assert (widget.unit_converter, widget.current_time) == (unit_converter, current_time)
+    assert widget.ENTER_TO_SEND_JS is ENTER_TO_SEND_JS

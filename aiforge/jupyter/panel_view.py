@@ -1,4 +1,4 @@
-"""What the chat panel shows: each message as escaped HTML, the panel's style, and Enter-to-send.
+"""What the chat panel shows: its widgets, each message as escaped HTML, the panel's style, and Enter-to-send.
 
 Everything from the model or a tool is escaped: HTML in a reply is shown as text, never run.
 
@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any
+from typing import Any, NamedTuple
+
+import ipywidgets as widgets
 
 from aiforge.core.render import markdown_to_html
 
@@ -180,3 +182,54 @@ def _tool_row(call: dict[str, Any]) -> str:
 def _clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class PanelWidgets(NamedTuple):
+    """The panel's widgets: ``box`` holds the others (header, transcript, input, buttons, footer)."""
+
+    header: widgets.HTML
+    messages: widgets.VBox
+    input: widgets.Textarea
+    send: widgets.Button
+    stop: widgets.Button
+    new_chat: widgets.Button
+    footer: widgets.HTML
+    box: widgets.VBox
+
+
+def panel_widgets(header_html: str) -> PanelWidgets:
+    """A new panel's widgets, laid out, with ``header_html`` on top and an empty transcript; no handlers yet."""
+    header = widgets.HTML(header_html)
+    # The scroller scrolls, not this box: ipywidgets gives every box ``overflow: auto``, and a box that may
+    # shrink inside the bounded scroller became the scrolling element, which FOLLOW_JS never scrolled.
+    messages = widgets.VBox(
+        layout=widgets.Layout(overflow="visible", flex="0 0 auto"), _dom_classes=["aiforge-chat-transcript"]
+    )
+    # The "new messages" button sticks to the scroller's bottom edge, below the messages, while it shows.
+    jump = widgets.HTML(JUMP_HTML, _dom_classes=["aiforge-chat-jump-row"])
+    # Bounded (460 px, half the page on a small screen) so the input below stays in view after a long answer;
+    # never sideways (overflow x hidden, y auto): STYLE wraps long words and code lines instead.
+    scroller = widgets.VBox(
+        [messages, jump],
+        layout=widgets.Layout(max_height="min(460px, 50vh)", overflow="hidden auto", padding="2px 4px"),
+        _dom_classes=["aiforge-chat-scroller"],
+    )
+    text = widgets.Textarea(
+        placeholder="Message (Enter to send, Shift+Enter for a new line)",
+        continuous_update=False,
+        rows=3,
+        layout=widgets.Layout(width="auto"),  # the panel's width; "100%" plus the widget's margins overflowed it
+        _dom_classes=["aiforge-chat-input"],
+    )
+    send = widgets.Button(
+        description="Send", button_style="primary", icon="paper-plane", _dom_classes=["aiforge-chat-send"]
+    )
+    stop = widgets.Button(description="Stop", icon="stop", disabled=True)
+    new_chat = widgets.Button(description="New chat", icon="plus")
+    footer = widgets.HTML()
+    box = widgets.VBox(
+        [header, scroller, text, widgets.HBox([send, stop, new_chat]), footer],
+        layout=widgets.Layout(width="100%"),
+        _dom_classes=["aiforge-chat-panel"],
+    )
+    return PanelWidgets(header, messages, text, send, stop, new_chat, footer, box)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from aiforge.cli_batch_files import auto_checkpoint, check_target, discard, rescue
+from aiforge.cli.batch_files import auto_checkpoint, check_target, discard, rescue
 from aiforge.core.setting_flags import option_settings
 from aiforge.core.types import AIForgeError
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     """Check every flag and the output, read the input, run the batch through the accessor, write the result.
 
     Nothing is asked before the output's writer and folder are known to work. Without ``--checkpoint`` the
-    command checkpoints automatically (``cli_batch_files``), so after Ctrl-C the same command runs only the
+    command checkpoints automatically (``batch_files``), so after Ctrl-C the same command runs only the
     rest; if writing the result fails, the answers are rescued to a JSONL file.
     """
     from aiforge.modules.batch.runner import BatchInterrupted
