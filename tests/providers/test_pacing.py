@@ -183,7 +183,10 @@ def test_a_429_without_any_headers_starts_pacing_and_every_item_is_answered(serv
     assert not result.failed
     assert server.request_count == 4 * N + server.rate_limited  # each 429 retried once more, nothing else
     if server.rate_limited:  # a machine slow enough to stay under the limit unpaced meets no 429
-        assert pacer_of(server).requests.rate is not None  # the pace the FakeTime tests below check
+        # The 429 reached the pacer, which paused for its Retry-After (the pace after it is what the FakeTime
+        # tests below check). Not `requests.rate is not None` at the end: a window without a 429 lifts the
+        # pacing again, and on a busy machine the batch's last window is often such a window.
+        assert pacer_of(server)._paused_until > 0
 
 
 async def test_a_429_without_any_headers_pauses_for_its_retry_after_then_paces_below_what_was_sent() -> None:
