@@ -11,6 +11,7 @@ import html
 import json
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from aiforge.core.render import CURSOR, UPDATE_INTERVAL, Throttle, escape_markdown, safe_markdown, truncation_note
@@ -192,40 +193,51 @@ def output_bundle(response: Any, spec: Any) -> dict[str, Any]:
 # %chat_history
 # ---------------------------------------------------------------------------
 
-_CELL_STYLE = "text-align:left;vertical-align:top;white-space:pre-wrap;overflow-wrap:anywhere"
+CELL_STYLE = "text-align:left;vertical-align:top;white-space:pre-wrap;overflow-wrap:anywhere"
+"""A table cell of a transcript-like view: left-aligned, line breaks kept, long words wrapped."""
+
+
+def html_table(frame: Any, columns: list[Any], cell: Callable[[Any, Any], str]) -> str:
+    """An HTML table of ``frame``'s ``columns`` in ``CELL_STYLE``; ``cell(column, value)`` is a cell's escaped HTML."""
+    head = "".join(f"<th style='{CELL_STYLE}'>{html.escape(str(c))}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td style='{CELL_STYLE}'>{cell(c, row[c])}</td>" for c in columns) + "</tr>"
+        for _, row in frame.iterrows()
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+@functools.cache
+def viewed_frame(
+    name: str, doc: str, html_of: Callable[[Any], str], text_of: Callable[[Any], str] | None = None
+) -> type:
+    """A DataFrame class shown by ``html_of(frame)`` in a notebook (and ``text_of(frame)`` as its repr).
+
+    Only the look changes: the data is the frame's, and a slice or a computation is a plain DataFrame again.
+    """
+    import pandas as pd
+
+    namespace: dict[str, Any] = {
+        "__doc__": doc,
+        "_constructor": property(lambda self: pd.DataFrame),
+        "_repr_html_": lambda self: html_of(self),
+    }
+    if text_of is not None:
+        namespace["__repr__"] = lambda self: text_of(self)
+    return type(name, (pd.DataFrame,), namespace)
 
 
 def history_view(frame: Any) -> Any:
     """``frame`` itself (every column kept), shown left-aligned and wrapped, without its empty columns."""
-    return _history_frame()(frame)
+    doc = "A conversation: a DataFrame whose notebook view reads like a transcript."
+    return viewed_frame("HistoryFrame", doc, _history_html)(frame)
 
 
-@functools.cache
-def _history_frame() -> type:
-    import pandas as pd
-
-    class HistoryFrame(pd.DataFrame):
-        """A conversation: a DataFrame whose notebook view reads like a transcript."""
-
-        @property
-        def _constructor(self) -> type:
-            return pd.DataFrame  # a slice or a computation is a plain DataFrame again
-
-        def _repr_html_(self) -> str:
-            shown = [c for c in self.columns if any(not _blank(v) for v in self[c])]
-            head = "".join(f"<th style='{_CELL_STYLE}'>{html.escape(str(c))}</th>" for c in shown)
-            body = "".join(
-                "<tr>" + "".join(f"<td style='{_CELL_STYLE}'>{_html_cell(row[c])}</td>" for c in shown) + "</tr>"
-                for _, row in self.iterrows()
-            )
-            return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-    return HistoryFrame
+def _history_html(frame: Any) -> str:
+    shown = [c for c in frame.columns if any(not blank(v) for v in frame[c])]
+    return html_table(frame, shown, lambda _column, value: "" if blank(value) else html.escape(str(value)))
 
 
-def _blank(value: Any) -> bool:
+def blank(value: Any) -> bool:
+    """None, an empty string or NaN: a cell shown empty."""
     return value is None or value == "" or (isinstance(value, float) and value != value)
-
-
-def _html_cell(value: Any) -> str:
-    return "" if _blank(value) else html.escape(str(value))

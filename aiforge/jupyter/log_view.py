@@ -8,16 +8,16 @@ in a terminal one block per turn, like ``aiforge logs``.
 
 from __future__ import annotations
 
-import functools
 import html
 import json
 import re
 import shlex
 from typing import Any
 
+from aiforge.jupyter.display import blank, html_table, viewed_frame
+
 MESSAGES = ("prompt", "reply")
 """The columns shown as text."""
-_CELL = "text-align:left;vertical-align:top;white-space:pre-wrap;overflow-wrap:anywhere"
 _SCROLL = "max-height:12em;overflow:auto;min-width:16em"
 _SEARCH = re.compile(r"""(?:^|\s)--search(?:=|\s+)("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
 
@@ -39,32 +39,12 @@ def split_search(line: str) -> tuple[str, str | None]:
 
 def log_view(frame: Any) -> Any:
     """``frame`` itself (its data unchanged), shown as the turns' text with real line breaks."""
-    return _log_frame()(frame)
+    doc = "Logged turns: a DataFrame whose notebook and terminal views read as text."
+    return viewed_frame("LogView", doc, _log_html, log_text)(frame)
 
 
-@functools.cache
-def _log_frame() -> type:
-    import pandas as pd
-
-    class LogView(pd.DataFrame):
-        """Logged turns: a DataFrame whose notebook and terminal views read as text."""
-
-        @property
-        def _constructor(self) -> type:
-            return pd.DataFrame  # a slice or a computation is a plain DataFrame again
-
-        def _repr_html_(self) -> str:
-            head = "".join(f"<th style='{_CELL}'>{html.escape(str(c))}</th>" for c in self.columns)
-            body = "".join(
-                "<tr>" + "".join(f"<td style='{_CELL}'>{_html_cell(c, row[c])}</td>" for c in self.columns) + "</tr>"
-                for _, row in self.iterrows()
-            )
-            return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-        def __repr__(self) -> str:
-            return log_text(self)
-
-    return LogView
+def _log_html(frame: Any) -> str:
+    return html_table(frame, list(frame.columns), _html_cell)
 
 
 def log_text(frame: Any) -> str:
@@ -85,7 +65,7 @@ def log_text(frame: Any) -> str:
 
 def readable(value: Any) -> str:
     """A message as text: a structured reply's JSON object as ``key: value`` lines, anything else as it is."""
-    if _blank(value):
+    if blank(value):
         return ""
     text = str(value)
     if text.startswith("{"):
@@ -105,7 +85,7 @@ def _field(value: Any) -> str:
 def _html_cell(column: str, value: Any) -> str:
     if column in MESSAGES:
         return f"<div style='{_SCROLL}'>{html.escape(readable(value))}</div>"
-    return "" if _blank(value) else html.escape(_figure(column, value))
+    return "" if blank(value) else html.escape(_figure(column, value))
 
 
 def _figure(column: str, value: Any) -> str:
@@ -123,7 +103,7 @@ def _figures(row: Any) -> list[str]:
     """A turn's figures as ``aiforge logs`` writes them: ``time · model · session s · 12+30 tokens · $0 · 850 ms``."""
     shown = []
     for column, value in row.items():
-        if column in MESSAGES or column == "output_tokens" or _blank(value):
+        if column in MESSAGES or column == "output_tokens" or blank(value):
             continue
         figure = _figure(str(column), value)
         if column == "input_tokens":
@@ -135,7 +115,3 @@ def _figures(row: Any) -> list[str]:
             figure = f"session {figure}"
         shown.append(figure)
     return shown
-
-
-def _blank(value: Any) -> bool:
-    return value is None or value == "" or (isinstance(value, float) and value != value)
