@@ -1,9 +1,10 @@
 """``Sessions``: named conversations kept in a ``Store``, so a conversation outlives its kernel.
 
 A session row holds one conversation whole (id, history, summary, memory mode) and is replaced in one
-statement at the end of a turn: a reader sees the turn before or the turn after, never half of one. Two
-processes writing one session: the last turn to finish wins. ``version`` grows by one with every save, so
-a process can tell in one indexed read whether another process has moved the session on.
+statement at the end of a turn: a reader sees the turn before or the turn after, never half of one.
+``version`` grows by one with every save, so a process can tell in one indexed read whether another process
+has moved the session on, and a save can be made conditional on the version it started from
+(``expected_version``): two processes writing one session then never overwrite each other's turns.
 """
 
 from __future__ import annotations
@@ -57,20 +58,31 @@ class Sessions:
 
     def save(
         self, name: str, *, conversation_id: str, history: Sequence[Mapping[str, Any]], summary: str | None,
-        memory_mode: str,
-    ) -> int:
-        """Replace the session with this conversation in one transaction; returns its new version."""
+        memory_mode: str, expected_version: int | None = None,
+    ) -> int | None:
+        """Replace the session with this conversation in one transaction; returns its new version.
+
+        With ``expected_version`` (0: never saved) the save happens only if the stored version is still that
+        one; otherwise nothing is written and the result is None (another process saved in between).
+        """
         text = json.dumps(list(history), separators=(",", ":"), allow_nan=False)
+        arguments: tuple[Any, ...] = (name, conversation_id, text, summary, memory_mode, time.time())
+        if expected_version is None:
+            condition = ""
+        elif expected_version == 0:
+            condition = " WHERE 0"  # never saved, as far as the caller knows: any existing row is a conflict
+        else:
+            condition, arguments = " WHERE sessions.version = ?", (*arguments, expected_version)
         with self.store.write() as conn:
             version = conn.execute(
                 "INSERT INTO sessions (name, conversation_id, history, summary, memory_mode, version, updated) "
                 "VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT (name) DO UPDATE SET "
                 "conversation_id = excluded.conversation_id, history = excluded.history, "
                 "summary = excluded.summary, memory_mode = excluded.memory_mode, "
-                "version = sessions.version + 1, updated = excluded.updated RETURNING version",
-                (name, conversation_id, text, summary, memory_mode, time.time()),
+                f"version = sessions.version + 1, updated = excluded.updated{condition} RETURNING version",
+                arguments,
             ).fetchall()
-        return int(version[0][0])
+        return int(version[0][0]) if version else None
 
     def names(self) -> list[str]:
         """Every saved session, most recently updated first."""

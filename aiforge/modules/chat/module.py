@@ -311,7 +311,8 @@ class ChatAgent(BaseModule):
             )
             conversation.history = history
             if self._store is not None:
-                self._store.commit(conversation, self.memory_mode)
+                keep = self.memory_k if self.memory_mode == "buffer" else None
+                self._store.commit(conversation, self.memory_mode, [user, *outcome.produced], keep)
         response = self._response(conversation, outcome, turn, started)
         if self._store is not None:
             self._store.record(response, [*context, user], outcome.produced, remember=remember)

@@ -4,7 +4,9 @@ A session is loaded when the agent is made and saved whole at the end of each tu
 the in-memory commit, in one transaction: a failed or cancelled turn saves nothing. Agents of one process
 naming one session share one ``Conversation`` (and so its turn lock): their turns take turns. Before each
 turn the stored version is compared with the one this process last saw; if another process saved the
-session meanwhile, its conversation is loaded first. Two processes writing at once: the last turn wins.
+session meanwhile, its conversation is loaded first. The save is conditional on that version: if another
+process saved during the turn, its conversation is loaded and this turn's messages are added after it, so
+two processes writing one session never lose each other's turns (each turn saw the history as it began).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiforge.core.types import ConfigError, Message, UsageError
-from aiforge.modules.chat.memory import Conversation, new_conversation_id
+from aiforge.modules.chat.memory import Conversation, new_conversation_id, trim_to_units
 from aiforge.store import Store, StoreError
 from aiforge.store.log import LogEntry, TurnLog
 from aiforge.store.sessions import Sessions
@@ -94,16 +96,32 @@ class ChatStore:
             if self.sessions.version(self.session) != shared.version:  # type: ignore[arg-type]
                 self._reload(shared)
 
-    def commit(self, conversation: Conversation, memory_mode: str) -> None:
-        """Save the conversation as the session's current one (after the in-memory commit)."""
+    def commit(
+        self, conversation: Conversation, memory_mode: str, added: list[Message], keep_messages: int | None = None
+    ) -> None:
+        """Save the conversation as the session's current one (after the in-memory commit).
+
+        ``added`` is what this turn appended to the history. If another process saved the session during the
+        turn, its conversation is loaded and ``added`` appended to it (trimmed to ``keep_messages`` messages, as
+        buffer memory keeps), then saved again, until no other save comes between.
+        """
         shared = self._shared
         if shared is None or conversation is not shared.conversation:
             return
-        shared.version = self.sessions.save(
-            self.session,  # type: ignore[arg-type]
-            conversation_id=conversation.id, history=conversation.history, summary=conversation.summary,
-            memory_mode=memory_mode,
-        )
+        name: str = self.session  # type: ignore[assignment]
+        while True:
+            version = self.sessions.save(
+                name, conversation_id=conversation.id, history=conversation.history, summary=conversation.summary,
+                memory_mode=memory_mode, expected_version=shared.version,
+            )
+            if version is not None:
+                shared.version = version
+                return
+            if not self._reload(shared):  # deleted since: saved as it is on the next pass
+                shared.version = 0
+                continue
+            history = [*conversation.history, *added]
+            conversation.history = history if keep_messages is None else trim_to_units(history, keep_messages)
 
     def reset(self, memory_mode: str) -> None:
         """Start a new conversation in the session; the old one stays in the log under its id."""
@@ -111,7 +129,11 @@ class ChatStore:
         if shared is not None:
             conversation = shared.conversation
             conversation.id, conversation.history, conversation.summary = new_conversation_id(), [], None
-            self.commit(conversation, memory_mode)
+            # A reset is deliberate: it replaces whatever another process saved.
+            shared.version = self.sessions.save(
+                self.session,  # type: ignore[arg-type]
+                conversation_id=conversation.id, history=[], summary=None, memory_mode=memory_mode,
+            ) or 0
 
     def record(
         self, response: ChatResponse, sent: list[Message], produced: list[Message], *, remember: bool
@@ -141,12 +163,14 @@ class ChatStore:
             )
         )
 
-    def _reload(self, shared: _Shared) -> None:
+    def _reload(self, shared: _Shared) -> bool:
+        """Take the stored conversation into ``shared``; False if the session is not stored."""
         record = self.sessions.load(self.session)  # type: ignore[arg-type]
         if record is None:
-            return
+            return False
         conversation = shared.conversation
         conversation.id, conversation.history, conversation.summary = (
             record.conversation_id, record.history, record.summary,  # type: ignore[assignment]
         )
         shared.version = record.version
+        return True

@@ -108,9 +108,46 @@ def test_two_processes_writing_one_session_leave_a_whole_history(tmp_path: Path)
 
     history = ChatAgent(provider=ScriptedProvider(), session="race", STORE=str(store)).history
     _valid(history)
-    # Each process reloads what the other saved before its turn, so the last turn holds both processes' turns.
-    assert {m["content"].split()[0] for m in history if m["role"] == "user"} == {"a", "b"}
+    # However the two interleave, no turn overwrites another: every turn of both is in the history, once,
+    # and each process's own turns keep their order.
+    asked = [m["content"] for m in history if m["role"] == "user"]
+    assert sorted(asked) == sorted(f"{who} {i}" for who in "ab" for i in range(20))
+    for who in "ab":
+        assert [text for text in asked if text.startswith(who)] == [f"{who} {i}" for i in range(20)]
     assert len(aiforge.logs("race", store=str(store))) == 40
+
+
+class _SavedMeanwhile(ScriptedProvider):
+    """Another process saves the session while this turn's model call is out (its store write, made here)."""
+
+    def __init__(self, other: Sessions) -> None:
+        super().__init__()
+        self.other = other
+
+    async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
+        stored = self.other.load("meanwhile")
+        assert stored is not None
+        self.other.save(
+            "meanwhile", conversation_id=stored.conversation_id,
+            history=[*stored.history, {"role": "user", "content": "theirs"}, {"role": "assistant", "content": "ok"}],
+            summary=None, memory_mode="buffer",
+        )
+        return await super().complete(messages, tools, params)
+
+
+@pytest.mark.parametrize("memory_k", [20, 4])
+def test_a_turn_saved_by_another_process_during_this_turn_is_kept_and_this_turn_follows_it(memory_k: int) -> None:
+    ChatAgent(provider=ScriptedProvider(), session="meanwhile").chat("first")
+    other = Sessions(store_of())
+    agent = ChatAgent(provider=_SavedMeanwhile(other), session="meanwhile", memory_k=memory_k)
+    agent.chat("mine")
+
+    everything = ["first", "You said: first", "theirs", "ok", "mine", "You said: mine"]
+    expected = everything[-memory_k:]
+    assert [m["content"] for m in agent.history] == expected
+    assert [m["content"] for m in ChatAgent(provider=ScriptedProvider(), session="meanwhile").history] == expected
+    # The model saw the history as the turn began; the other process's turn is there from the next turn on.
+    assert agent.chat("next").message == "You said: next"
 
 
 class _Failing(Provider):
