@@ -40,6 +40,7 @@ def _private_loop() -> asyncio.AbstractEventLoop:
     loop: asyncio.AbstractEventLoop | None = getattr(_thread_state, "loop", None)
     if loop is None or loop.is_closed():
         loop = asyncio.new_event_loop()
+        _renew_executor(loop)
         _thread_state.loop = loop
         if not _private_loops:
             atexit.register(_finish_private_loops)
@@ -74,6 +75,22 @@ def _finish_private_loops() -> None:
             pass
         finally:
             loop.close()
+
+
+def _renew_executor(loop: asyncio.AbstractEventLoop) -> None:
+    """Give ``loop`` a new default thread pool (sync tools run there); the old one's threads end when idle.
+
+    After a Ctrl-C the old pool may be broken: an interrupt that lands in the main thread while the pool
+    starts a worker thread (the first sync tool of a turn) leaves that thread running but unregistered,
+    so nothing at exit tells it to stop and Python waits for it forever. Shutting the old pool down
+    wakes every thread that reads its queue, registered or not.
+    """
+    old: concurrent.futures.ThreadPoolExecutor | None = getattr(_thread_state, "executor", None)
+    executor = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="aiforge-sync")
+    loop.set_default_executor(executor)
+    _thread_state.executor = executor
+    if old is not None:
+        old.shutdown(wait=False)
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
@@ -141,6 +158,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
                 # The interrupt landed just as the task finished: run_until_complete's own
                 # stop callback is still queued and would stop the next call's loop at once.
                 _drain(loop)
+            _renew_executor(loop)
             raise _interrupted() from None
         finally:
             if _thread_current_loop() is not previous:
