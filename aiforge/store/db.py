@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,7 +33,7 @@ BUSY_TIMEOUT_S = 30.0
 """How long a block waits for another process's write lock before failing with ``database is locked``."""
 
 MEMORY = ":memory:"
-_SQLITE_CORRUPT, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 11, 14, 26
+_SQLITE_BUSY, _SQLITE_CORRUPT, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 5, 11, 14, 26
 _SIDE_FILES = ("-wal", "-shm", "-journal")
 _USES = "the setting that chose it (CACHE, STORE or checkpoint=)"
 
@@ -160,7 +161,7 @@ class Store:
             self.path or MEMORY, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _enter_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             self._migrate(conn)
         except BaseException:
@@ -240,6 +241,25 @@ def close_shared(under: str | os.PathLike[str]) -> None:
             if store.path is not None and store.path.is_relative_to(folder):
                 store.close()
                 del _shared[path]
+
+
+def _enter_wal(conn: sqlite3.Connection) -> None:
+    """Put the file in WAL mode, waiting up to ``BUSY_TIMEOUT_S`` while other processes open it too.
+
+    Switching a new file to WAL needs it alone, and SQLite answers ``database is locked`` at once, without
+    its busy wait, when another connection is in the middle of opening it: several processes opening one new
+    file together (a batch's workers) would fail about one open in twelve.
+    """
+    deadline, pause = time.monotonic() + BUSY_TIMEOUT_S, 0.002
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if _primary_code(exc) != _SQLITE_BUSY or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _primary_code(exc: sqlite3.Error) -> int:

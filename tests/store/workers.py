@@ -20,3 +20,13 @@ def record_until_killed(path: str, items: list[str], progress: Any) -> None:
     for index in range(len(items)):
         checkpoint.record(index, payload={"text": "x" * 500, "index": index})
         progress.value = index + 1
+
+
+def open_new_stores(paths: list[str], barrier: Any, errors: Any) -> None:
+    """Open each store file in turn, all processes at once (``barrier``); put the errors met in ``errors``."""
+    for path in paths:
+        barrier.wait()
+        try:
+            Store(path).close()
+        except Exception as exc:  # noqa: BLE001 - the test reports every one
+            errors.put(f"{type(exc).__name__}: {exc}")
