@@ -188,11 +188,13 @@ class Store:
 
     def _checked_version(self, conn: sqlite3.Connection) -> int:
         """The file's schema version; ``StoreError`` for another program's database or a newer schema."""
-        app = conn.execute("PRAGMA application_id").fetchall()[0][0]
-        version = conn.execute("PRAGMA user_version").fetchall()[0][0]
-        foreign = app != APPLICATION_ID and (
-            app != 0 or version != 0 or conn.execute("SELECT count(*) FROM sqlite_master").fetchall()[0][0]
-        )
+        # One statement, so one snapshot: read one by one, the three could straddle another process's migration
+        # (application_id still 0, then user_version and tables already there) and call the file foreign.
+        app, version, tables = conn.execute(
+            "SELECT (SELECT application_id FROM pragma_application_id), "
+            "(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)"
+        ).fetchall()[0]
+        foreign = app != APPLICATION_ID and (app != 0 or version != 0 or tables)
         if foreign:
             raise StoreError(
                 f"{self.name} is an SQLite database of another program (application_id {app:#x}, "

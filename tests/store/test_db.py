@@ -191,7 +191,8 @@ def test_a_forked_child_uses_the_parents_store_through_its_own_connection(tmp_pa
 
 def test_processes_opening_one_new_file_at_once_all_open_it(tmp_path: Path) -> None:
     # Switching a new file to WAL needs it alone; SQLite then answers "database is locked" at once instead
-    # of waiting: 4 processes opening 30 new files together met it about once in twelve opens.
+    # of waiting: 4 processes opening 30 new files together met it about once in twelve opens. And a process
+    # reading the schema version while another migrated the file once took it for another program's database.
     spawn = multiprocessing.get_context("spawn")
     paths = [str(tmp_path / f"{n}.sqlite") for n in range(30)]
     barrier, errors = spawn.Barrier(4), spawn.Queue()
