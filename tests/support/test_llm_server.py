@@ -127,11 +127,11 @@ def test_openai_streaming_chunks_and_usage(srv):
     srv.enqueue(Reply(text="The capital is Paris.", cached_tokens=1))
 
     async def run():
-        client = openai.AsyncOpenAI(base_url=srv.openai_base_url, api_key="sk-test", max_retries=0)
-        stream = await client.chat.completions.create(
-            model="gpt-test", messages=USER, stream=True, stream_options={"include_usage": True}
-        )
-        return [chunk async for chunk in stream]
+        async with openai.AsyncOpenAI(base_url=srv.openai_base_url, api_key="sk-test", max_retries=0) as client:
+            stream = await client.chat.completions.create(
+                model="gpt-test", messages=USER, stream=True, stream_options={"include_usage": True}
+            )
+            return [chunk async for chunk in stream]
 
     chunks = asyncio.run(run())
     pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
@@ -357,13 +357,15 @@ def test_max_in_flight_under_concurrency():
         srv.default = lambda request: None if srv.wait_for_requests(8, 60) else Reply(text="not all 8 arrived")
 
         async def run():
-            client = openai.AsyncOpenAI(base_url=srv.openai_base_url, api_key="sk-test", max_retries=0)
-            return await asyncio.gather(
-                *(
-                    client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"q{i}"}])
-                    for i in range(8)
+            # Closed inside the loop: a client left to the garbage collector schedules its close on whatever
+            # loop runs then, possibly one about to close (asyncio then reports a dropped task).
+            async with openai.AsyncOpenAI(base_url=srv.openai_base_url, api_key="sk-test", max_retries=0) as client:
+                return await asyncio.gather(
+                    *(
+                        client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"q{i}"}])
+                        for i in range(8)
+                    )
                 )
-            )
 
         results = asyncio.run(run())
         assert sorted(r.choices[0].message.content for r in results) == [f"echo: q{i}" for i in range(8)]
