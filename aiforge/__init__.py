@@ -13,14 +13,14 @@ from aiforge.dataframes.hook import register_accessor_with_pandas as _register_a
 __version__ = "0.1.0"
 
 _LAZY: dict[str, str] = {
-    "ChatAgent": "aiforge.modules.chat.module",
-    "ChatResponse": "aiforge.modules.chat.schemas",
-    "ToolCallRecord": "aiforge.modules.chat.schemas",
+    "ChatAgent": "aiforge.chat.agent",
+    "ChatResponse": "aiforge.chat.response",
+    "ToolCallRecord": "aiforge.chat.response",
     "ChatPanel": "aiforge.jupyter.panel",
     "AIForgeSettings": "aiforge.core.settings",
     "load_settings": "aiforge.core.settings",
     "setup_logging": "aiforge.core.logs",
-    "BatchResult": "aiforge.modules.batch.results",
+    "BatchResult": "aiforge.batch.results",
     "BaseModule": "aiforge.modules.base",
     "CostTracker": "aiforge.core.costs",
     "describe": "aiforge.core.describe",
@@ -74,6 +74,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from aiforge.batch.results import BatchResult
+    from aiforge.chat.agent import ChatAgent
+    from aiforge.chat.response import ChatResponse, ToolCallRecord
     from aiforge.core.costs import CostTracker
     from aiforge.core.describe import describe
     from aiforge.core.logs import setup_logging
@@ -88,9 +91,7 @@ if TYPE_CHECKING:
         UsageError,
     )
     from aiforge.jupyter.panel import ChatPanel
-    from aiforge.modules.base import BaseModule, BatchResult
-    from aiforge.modules.chat.module import ChatAgent
-    from aiforge.modules.chat.schemas import ChatResponse, ToolCallRecord
+    from aiforge.modules.base import BaseModule
     from aiforge.providers import register_provider
     from aiforge.providers.base import Provider
     from aiforge.providers.scripted import ScriptedProvider

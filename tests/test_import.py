@@ -42,18 +42,21 @@ LAYERS = {
     "core": 0,
     "providers": 1,
     "store": 2,
-    "modules": 3,
+    "batch": 3,
     "tools": 3,
-    "dataframes": 4,
-    "jupyter": 5,
-    "cli": 5,
-    "__init__": 5,
-    "__main__": 5,
+    "chat": 4,
+    "dataframes": 5,
+    "modules": 6,
+    "jupyter": 6,
+    "cli": 6,
+    "__init__": 6,
+    "__main__": 6,
 }
 """Rank of each part of ``aiforge/``: a module may import only from its own rank or below."""
 
-OLD_HOMES = {"aiforge.modules.chat.widget": "aiforge.jupyter.panel"}
-"""Public import paths (the reference page's) whose module moved up a layer: each only re-exports its new home."""
+OLD_HOMES: dict[str, str] = {}
+"""Public import paths whose module moved up a layer: each only re-exports its new home. None today: the reference
+page's ``aiforge.modules.chat`` paths (``widget`` included) are the ``modules`` layer, above all they re-export."""
 
 
 def _part(module: str) -> str:

@@ -19,7 +19,7 @@ from aiforge.core.setting_flags import option_settings
 from aiforge.core.types import AIForgeError
 
 if TYPE_CHECKING:
-    from aiforge.modules.batch.runner import BatchInterrupted
+    from aiforge.batch.runner import BatchInterrupted
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 _JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     command checkpoints automatically (``batch_files``), so after Ctrl-C the same command runs only the
     rest; if writing the result fails, the answers are rescued to a JSONL file.
     """
-    from aiforge.modules.batch.runner import BatchInterrupted
+    from aiforge.batch.runner import BatchInterrupted
 
     if args.concurrency < 1:
         raise BatchUsageError("--concurrency must be >= 1")

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _agent(args: argparse.Namespace) -> Any:
-    from aiforge.modules.chat.module import ChatAgent
+    from aiforge.chat.agent import ChatAgent
 
     return ChatAgent(
         system_prompt=args.system,

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pandas as pd
 
+from aiforge.batch.results import BatchResult
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import VALUE_FIELD, no_such_column
 from aiforge.core.types import UsageError
-from aiforge.modules.base import BatchResult
 
 if TYPE_CHECKING:
-    from aiforge.modules.chat.module import ChatAgent
+    from aiforge.chat.agent import ChatAgent
 
 ATTRS_KEY = "aiforge"
 """Where each result keeps its ``BatchResult``: ``result.attrs["aiforge"]``."""
@@ -186,7 +186,7 @@ def _batch(
     # run_batch's own options (checkpoint=, restart=, max_cost=, cache=) pass through; the rest are settings.
     options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
     if agent is None:
-        from aiforge.modules.chat.module import ChatAgent
+        from aiforge.chat.agent import ChatAgent
 
         agent = ChatAgent(memory="none", **settings)
     elif settings:

@@ -42,8 +42,8 @@ from aiforge.dataframes.accessor import (
 )
 
 if TYPE_CHECKING:
-    from aiforge.modules.base import BatchResult
-    from aiforge.modules.chat.module import ChatAgent
+    from aiforge.batch.results import BatchResult
+    from aiforge.chat.agent import ChatAgent
 
 Operation = Literal["map", "classify", "filter", "extract"]
 KEEP_COLUMN = "keep"
@@ -156,7 +156,7 @@ def process_agent(settings: Mapping[str, Any]) -> ChatAgent:
     with _agents_lock:
         agent = _agents.get(key)
         if agent is None:
-            from aiforge.modules.chat.module import ChatAgent
+            from aiforge.chat.agent import ChatAgent
 
             quiet = {name: value for name, value in settings.items() if name.upper() != "PROGRESS_BAR"}
             agent = _agents[key] = ChatAgent(memory="none", **quiet, PROGRESS_BAR=False)

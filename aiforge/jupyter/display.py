@@ -161,8 +161,8 @@ def output_type(name: str, namespace: dict[str, Any]) -> Any:
     """The ``OutputSpec`` of the type ``--output NAME`` names; a one-line UsageError otherwise."""
     from IPython.core.error import UsageError
 
+    from aiforge.chat.structured import output_spec
     from aiforge.jupyter.interpolation import resolve_reference
-    from aiforge.modules.chat.structured import output_spec
 
     if name.split(".")[0].split("[")[0] not in namespace:
         raise UsageError(f"--output {name}: no type named {name!r} in the notebook; define it in a cell first")

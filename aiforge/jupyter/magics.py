@@ -228,7 +228,7 @@ class ChatMagics(Magics):
             return agent
         agent = self.agents.get(config)
         if agent is None and create:
-            from aiforge.modules.chat.module import ChatAgent
+            from aiforge.chat.agent import ChatAgent
 
             agent = ChatAgent(
                 provider=args.provider, quality=args.quality, memory=args.memory or "buffer", session=args.session,

@@ -22,12 +22,12 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from aiforge.chat.agent import ChatAgent
+from aiforge.chat.response import ChatResponse
 from aiforge.core.aio import background_loop, run_sync
 from aiforge.core.render import UPDATE_INTERVAL, Throttle, describe_error
 from aiforge.core.types import AIForgeError, UsageError
 from aiforge.jupyter.panel_view import ENTER_TO_SEND_JS, PANEL_JS, STYLE, panel_widgets, render_entry
-from aiforge.modules.chat.module import ChatAgent
-from aiforge.modules.chat.schemas import ChatResponse
 from aiforge.tools import builtin_tools, calculator, current_time, research, unit_converter
 
 __all__ = ["ENTER_TO_SEND_JS", "ChatPanel", "builtin_tools", "calculator", "current_time", "research", "unit_converter"]

@@ -1,7 +1,7 @@
 """Record and replay: provider exchanges kept in a JSONL cassette, so a notebook shows real answers without a key.
 
 ``REPLAY`` (with ``REPLAY_FILE``) wraps the provider an agent talks to, at the provider boundary
-(``modules.chat.replay.CassetteProvider``):
+(``chat.replay.CassetteProvider``):
 
 - ``"record"``: every exchange goes to the provider and is written to the file (rewritten by the first
   exchange of the process, so a re-recorded notebook holds one run);

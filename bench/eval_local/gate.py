@@ -27,7 +27,7 @@ class GateScores:
 
 def offered(prompt: str) -> list[str]:
     """Names of the built-in tools the gate offers for ``prompt`` as the latest user message."""
-    from aiforge.modules.chat.tool_runner import tool_spec
+    from aiforge.chat.tool_runner import tool_spec
     from aiforge.providers.local.tool_gate import relevant_tools
     from aiforge.tools import builtin_tools
 

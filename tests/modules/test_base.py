@@ -1,11 +1,10 @@
-"""BaseModule and BatchResult: batch order, partial failure, exact concurrency bound, inputs, rows and views."""
+"""Batches (aiforge.batch) and BatchResult: order, partial failure, exact concurrency bound, inputs, rows, views."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import math
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -13,10 +12,14 @@ import pandas as pd
 import pytest
 from pydantic import BaseModel, Field
 
-from aiforge.core.types import ProviderError, RateLimitError
+from aiforge.batch.options import BatchOptions
+from aiforge.batch.orchestrator import run_items_sync
+from aiforge.chat.agent import ChatAgent
+from aiforge.chat.response import BATCH_COLUMNS
+from aiforge.chat.setup import AgentSetup
+from aiforge.core.costs import CostTracker
+from aiforge.core.types import CallParams, ProviderError, RateLimitError
 from aiforge.modules.base import BaseModule, BatchResult, MissingValueError
-from aiforge.modules.chat.module import ChatAgent
-from aiforge.modules.chat.schemas import BATCH_COLUMNS
 from aiforge.providers.scripted import ScriptedProvider
 
 
@@ -218,14 +221,34 @@ class Length:
         return {"chars": None, "error": error}
 
 
-class Measure(BaseModule):
-    async def arun(self, text: str, **kwargs: Any) -> Length:
+class Measure:
+    """A module of its own: a class with what ``aiforge.batch`` needs of its owner (``BatchOwner``) runs batches."""
+
+    response_cache = None
+
+    def __init__(self, provider: str) -> None:
+        setup = AgentSetup.of(quality=None, provider=provider, cache=None, overrides={})
+        self.settings, self.provider, self.provider_name, self.model = (
+            setup.settings, setup.provider, setup.provider_name, setup.model
+        )
+        self.cost_tracker = CostTracker()
+
+    def result_type(self) -> type:
+        return Length
+
+    def _request_context(self) -> tuple[str, list[Any]]:
+        return "", []
+
+    def _call_params(self) -> CallParams:
+        return CallParams(model=self.model)
+
+    async def _arun_batch_item(self, text: str, *, output: Any = None, cache: Any = None) -> Length:
         if text == "boom":
             raise ValueError("no length")
         return Length(len(text), input_tokens=len(text))
 
-    async def arun_stream(self, text: str, **kwargs: Any) -> AsyncIterator[str]:
-        yield str(len(text))
+    def run_batch(self, items: list[str]) -> BatchResult:
+        return run_items_sync(self, items, BatchOptions())
 
 
 def test_a_batch_shows_the_rows_its_result_type_gives() -> None:
@@ -237,13 +260,18 @@ def test_a_batch_shows_the_rows_its_result_type_gives() -> None:
     assert batch.total_tokens == 6
 
 
-def test_a_module_whose_arun_names_no_row_type_cannot_batch() -> None:
+def test_a_module_whose_result_type_lays_out_no_row_cannot_batch() -> None:
     class Untyped(Measure):
-        async def arun(self, text: str, **kwargs: Any) -> str:
-            return text
+        def result_type(self) -> type:
+            return str
 
-    with pytest.raises(TypeError, match=r"Untyped.arun must be annotated to return a type with to_row\(\)"):
+    with pytest.raises(TypeError, match=r"Untyped.result_type\(\) must return a type with to_row\(\)"):
         Untyped(provider="scripted").run_batch(["a"])
+
+
+def test_chat_agent_offers_the_base_module_interface() -> None:
+    assert isinstance(ChatAgent(provider="scripted"), BaseModule)
+    assert not isinstance(Measure(provider="scripted"), BaseModule)  # no run/arun/streams: batches only
 
 
 # --- batches over DataFrame rows -------------------------------------------------------------------------------------

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from aiforge import ChatAgent
+from aiforge.batch.estimate import BatchEstimate
+from aiforge.batch.results import BudgetExceededError
 from aiforge.core.pricing import lookup_price
 from aiforge.core.tokens import CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS
 from aiforge.core.types import Usage
-from aiforge.modules.batch.estimate import BatchEstimate
-from aiforge.modules.batch.results import BudgetExceededError
 from aiforge.providers.scripted import ScriptedProvider
 from tests.support.llm_server import LLMServer, Reply
 

@@ -10,8 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 from aiforge import ChatAgent
-from aiforge.modules.batch import embedded
-from aiforge.modules.batch.embedded import EmbeddedModelWarning
+from aiforge.batch import embedded
+from aiforge.batch.embedded import EmbeddedModelWarning
 from aiforge.providers.scripted import ScriptedProvider
 
 REVIEWS = pd.DataFrame({"review": ["Great kettle, love it", "Broke after a week"]}, index=["k1", "k2"])

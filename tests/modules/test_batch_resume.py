@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from aiforge import ChatAgent
+from aiforge.batch.runner import BatchInterrupted
 from aiforge.core.types import Interrupted
-from aiforge.modules.batch.runner import BatchInterrupted
 from aiforge.store import CheckpointMismatchError
 from tests.support.llm_server import Fault, LLMServer, RecordedRequest, Reply
 

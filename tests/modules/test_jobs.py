@@ -9,10 +9,10 @@ import pytest
 from pydantic import BaseModel
 
 from aiforge import ChatAgent
+from aiforge.batch.batch_api import BatchJob, BatchLimits, ItemNotRunError, JobNotFinishedError
+from aiforge.batch.results import MissingValueError
 from aiforge.core.pricing import batch_price_of, price_of
 from aiforge.core.types import Usage
-from aiforge.modules.batch.results import MissingValueError
-from aiforge.modules.jobs import BatchJob, BatchLimits, ItemNotRunError, JobNotFinishedError
 from aiforge.providers.scripted import ScriptedProvider, structured
 
 

@@ -57,7 +57,7 @@ def test_wheel_holds_the_package_and_py_typed_but_no_tests_or_notebooks(wheel: P
     name, version = wheel.name.split("-")[:2]
     assert {n.split("/", 1)[0] for n in names} == {"aiforge", f"{name}-{version}.dist-info"}
     assert "aiforge/py.typed" in names
-    assert "aiforge/cli/__init__.py" in names and "aiforge/modules/chat/module.py" in names
+    assert "aiforge/cli/__init__.py" in names and "aiforge/chat/agent.py" in names
     assert not [n for n in names if "/tests/" in n or n.endswith(".ipynb")]
 
 

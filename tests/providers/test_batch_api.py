@@ -13,8 +13,8 @@ import pytest
 from pydantic import BaseModel
 
 from aiforge import ChatAgent
+from aiforge.batch.batch_api import BatchJob, BatchLimits, ItemNotRunError, JobNotFinishedError
 from aiforge.core.types import BadRequestError, ProviderError
-from aiforge.modules.jobs import BatchJob, BatchLimits, ItemNotRunError, JobNotFinishedError
 from aiforge.store import CheckpointMismatchError
 from tests.support.llm_server import Fault, LLMServer, Reply
 

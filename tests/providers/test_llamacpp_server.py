@@ -22,8 +22,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from aiforge import ChatAgent
+from aiforge.chat.response import ChatResponse
 from aiforge.core.types import APIConnectionError, AuthenticationError, BadRequestError
-from aiforge.modules.chat.schemas import ChatResponse
 from aiforge.providers.local.weights import find_default_weights
 from tests.support.llamacpp_server import MODEL_ALIAS, LlamaCppServer
 

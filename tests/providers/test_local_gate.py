@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiforge.modules.chat.tool_runner import tool_spec
+from aiforge.chat.tool_runner import tool_spec
 from aiforge.providers.local.tool_gate import relevant_tools
 from aiforge.tools import builtin_tools
 from bench.eval_local.items import CHIT_CHAT, GATE_TOOL_ITEMS, ITEMS

@@ -15,8 +15,8 @@ from IPython.utils.capture import capture_output
 
 import aiforge
 from aiforge import ChatAgent
+from aiforge.batch.batch_api.job import BatchJob
 from aiforge.core.types import UsageError
-from aiforge.modules.jobs.job import BatchJob
 from aiforge.providers.scripted import ScriptedProvider
 
 

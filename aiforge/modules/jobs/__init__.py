@@ -1,10 +1,5 @@
-"""The providers' Batch APIs for aiforge modules: ``agent.submit_batch(items) -> BatchJob``.
+"""An earlier home of the Batch API jobs, kept as an import path; they live in ``aiforge.batch.batch_api``."""
 
-See ``job`` for the job's life and how it is found again after a restart, ``requests`` for what each
-item sends, and ``aiforge.providers.batch_api`` for the providers' side.
-"""
-
-from aiforge.modules.jobs.job import BatchJob, JobNotFinishedError, JobStatus
-from aiforge.providers.batch_api import BatchLimits, ItemNotRunError
+from aiforge.batch.batch_api import BatchJob, BatchLimits, ItemNotRunError, JobNotFinishedError, JobStatus
 
 __all__ = ["BatchJob", "BatchLimits", "ItemNotRunError", "JobNotFinishedError", "JobStatus"]

@@ -14,13 +14,13 @@ import pytest
 from langchain_core.tools import StructuredTool
 
 from aiforge import ChatAgent
-from aiforge.core.types import ProviderError
-from aiforge.modules.chat.agent import (
+from aiforge.chat.graph import (
     ChatAgentState,
     build_chat_graph,
     should_continue_after_tool,
     should_use_tools,
 )
+from aiforge.core.types import ProviderError
 from aiforge.providers.scripted import ScriptedProvider, tool_call
 from tests.modules.chat.checks import assert_valid_context, assert_valid_history
 
@@ -84,10 +84,10 @@ def test_should_continue_after_tool_stops_at_the_iteration_cap() -> None:
 
 
 def test_graph_run_accumulates_tokens_in_the_state() -> None:
+    from aiforge.chat.runtime import AgentRuntime, Turn
+    from aiforge.chat.tool_runner import Toolset
     from aiforge.core.costs import CostTracker
     from aiforge.core.types import CallParams
-    from aiforge.modules.chat.runtime import AgentRuntime, Turn
-    from aiforge.modules.chat.tool_runner import Toolset
 
     fake = ScriptedProvider([tool_call("echo", x="1"), "done"])
     tool = StructuredTool.from_function(lambda x: x, name="echo", description="Echo")
@@ -333,11 +333,11 @@ async def test_a_waiting_turn_can_be_cancelled_without_affecting_the_running_one
 @pytest.mark.parametrize("script", [["plain answer"], [tool_call("echo", x="1"), "done"]], ids=["answer", "tool call"])
 def test_run_graph_without_tools_ends_in_the_state_the_graph_gives(script: list) -> None:
     """A tool-less turn skips LangGraph's run loop for its one step; the final state is the graph's."""
+    from aiforge.chat.graph import run_graph
+    from aiforge.chat.runtime import AgentRuntime, Turn
+    from aiforge.chat.tool_runner import Toolset
     from aiforge.core.costs import CostTracker
     from aiforge.core.types import CallParams
-    from aiforge.modules.chat.agent import run_graph
-    from aiforge.modules.chat.runtime import AgentRuntime, Turn
-    from aiforge.modules.chat.tool_runner import Toolset
 
     def final_state(run: typing.Callable) -> dict:
         runtime = AgentRuntime(

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from aiforge import ChatAgent
+from aiforge.chat.response import TRACE_COLUMNS, ChatResponse, ToolCallRecord
 from aiforge.core.costs import COLUMNS as COST_COLUMNS
-from aiforge.modules.chat.schemas import TRACE_COLUMNS, ChatResponse, ToolCallRecord
 from aiforge.providers.scripted import ScriptedProvider, tool_call
 from aiforge.tools import calculator
 

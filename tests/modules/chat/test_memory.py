@@ -7,8 +7,7 @@ import random
 import pytest
 
 from aiforge import ChatAgent
-from aiforge.core.types import ProviderError, Usage
-from aiforge.modules.chat.memory import (
+from aiforge.chat.memory import (
     SUMMARY_MAX_WORDS,
     limit_words,
     split_for_summary,
@@ -16,7 +15,8 @@ from aiforge.modules.chat.memory import (
     transcript,
     trim_to_units,
 )
-from aiforge.modules.chat.prompts import SUMMARY_PREFIX
+from aiforge.chat.prompts import SUMMARY_PREFIX
+from aiforge.core.types import ProviderError, Usage
 from aiforge.providers.scripted import ScriptedProvider, ScriptedReply, tool_call, tool_calls
 from tests.modules.chat.checks import assert_valid_context, assert_valid_history
 

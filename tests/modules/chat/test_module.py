@@ -11,11 +11,11 @@ import textwrap
 import pytest
 
 from aiforge import ChatAgent, ChatResponse, ToolCallRecord
+from aiforge.chat.prompts import DEFAULT_SYSTEM_PROMPT
 from aiforge.core.costs import CostTracker
 from aiforge.core.settings import AIForgeSettings
 from aiforge.core.types import APITimeoutError, ConfigError, ProviderError, RateLimitError, Usage
 from aiforge.modules.base import BatchResult
-from aiforge.modules.chat.prompts import DEFAULT_SYSTEM_PROMPT
 from aiforge.providers.scripted import ScriptedProvider, ScriptedReply, tool_call
 
 HEX16 = re.compile(r"^[0-9a-f]{16}$")
@@ -675,8 +675,8 @@ def test_file_structure_of_the_reference_page_exists() -> None:
 
     for name in ("module", "agent", "prompts", "schemas", "widget"):
         importlib.import_module(f"aiforge.modules.chat.{name}")
-    prompts = importlib.import_module("aiforge.modules.chat.prompts")
-    agent = importlib.import_module("aiforge.modules.chat.agent")
+    prompts = importlib.import_module("aiforge.chat.prompts")
+    agent = importlib.import_module("aiforge.chat.graph")
 
     assert all(hasattr(prompts, n) for n in ("DEFAULT_SYSTEM_PROMPT", "TOOL_USE_SYSTEM", "SUMMARIZE_MEMORY_PROMPT"))
     assert callable(agent.build_chat_graph)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from aiforge import ChatAgent, register_provider
-from aiforge.modules.chat.prompts import DEFAULT_SYSTEM_PROMPT, SUMMARIZE_MEMORY_PROMPT, TOOL_USE_SYSTEM
+from aiforge.chat.prompts import DEFAULT_SYSTEM_PROMPT, SUMMARIZE_MEMORY_PROMPT, TOOL_USE_SYSTEM
 from aiforge.providers.function import FunctionProvider
 from aiforge.providers.scripted import ScriptedProvider
 

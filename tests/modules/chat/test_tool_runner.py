@@ -10,7 +10,7 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
 
 from aiforge import ChatAgent
-from aiforge.modules.chat.tool_runner import function_tool
+from aiforge.chat.tool_runner import function_tool
 from aiforge.providers.scripted import ScriptedProvider, tool_call
 
 

@@ -6,9 +6,9 @@ import pytest
 from langchain_core.tools import StructuredTool
 
 from aiforge import ChatAgent
+from aiforge.chat.prompts import SUMMARY_PREFIX
+from aiforge.chat.response import TRACE_COLUMNS
 from aiforge.core.types import Usage
-from aiforge.modules.chat.prompts import SUMMARY_PREFIX
-from aiforge.modules.chat.schemas import TRACE_COLUMNS
 from aiforge.providers.scripted import ScriptedProvider, ScriptedReply, tool_call, tool_calls
 
 

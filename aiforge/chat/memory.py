@@ -15,11 +15,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from aiforge.chat.prompts import SUMMARIZE_MEMORY_PROMPT, SUMMARY_PREFIX
 from aiforge.core.types import Message
-from aiforge.modules.chat.prompts import SUMMARIZE_MEMORY_PROMPT
 
 if TYPE_CHECKING:
-    from aiforge.modules.chat.runtime import Turn
+    import pandas as pd
+
+    from aiforge.chat.runtime import Turn
 
 logger = logging.getLogger("aiforge.chat")
 
@@ -168,3 +170,17 @@ async def _summarize(previous: str | None, older: list[Message], turn: Turn, tra
     completion = await runtime.provider.complete(messages, None, runtime.params)
     trace.append(turn.account(completion, kind="summary", node="summary", started=started))
     return limit_words(completion.text)
+
+
+def history_frame(system_prompt: str, conversation: Conversation) -> pd.DataFrame:
+    """The conversation as rows (role, content, tool_calls, tool_call_id): system prompt, summary, then each message."""
+    import pandas as pd
+
+    rows: list[tuple[Any, ...]] = [("system", system_prompt, None, None)]
+    if conversation.summary:
+        rows.append(("system", SUMMARY_PREFIX + conversation.summary, None, None))
+    for m in conversation.history:
+        calls = m.get("tool_calls")
+        described = [f"{c['name']}({c['arguments']})" for c in calls] if calls else None
+        rows.append((m["role"], m["content"], described, m.get("tool_call_id")))
+    return pd.DataFrame(rows, columns=["role", "content", "tool_calls", "tool_call_id"])

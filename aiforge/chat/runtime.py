@@ -10,18 +10,18 @@ from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from aiforge.chat.tool_runner import ToolInterrupted, Toolset
 from aiforge.core.aio import closing_iterator
 from aiforge.core.costs import CostTracker
 from aiforge.core.tokens import TRUNCATED_FINISH_REASONS
 from aiforge.core.types import CallParams, Completion, Message
 from aiforge.core.waits import Waits, start_turn
-from aiforge.modules.chat.tool_runner import ToolInterrupted, Toolset
 from aiforge.providers.base import Provider
 
 if TYPE_CHECKING:
     from types import AsyncGeneratorType
 
-    from aiforge.modules.chat.schemas import ChatResponse
+    from aiforge.chat.response import ChatResponse
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,15 +17,15 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from aiforge.chat.memory import Conversation, new_conversation_id, trim_to_units
 from aiforge.core.types import ConfigError, Message, UsageError
-from aiforge.modules.chat.memory import Conversation, new_conversation_id, trim_to_units
 from aiforge.store import Store, StoreError
 from aiforge.store.log import LogEntry, TurnLog
 from aiforge.store.sessions import Sessions
 
 if TYPE_CHECKING:
+    from aiforge.chat.response import ChatResponse
     from aiforge.core.settings import AIForgeSettings
-    from aiforge.modules.chat.schemas import ChatResponse
 
 logger = logging.getLogger("aiforge.chat")
 

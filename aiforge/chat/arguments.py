@@ -28,3 +28,13 @@ def checked_message(message: Any) -> str:
             "cannot be sent as UTF-8 (text decoded with errors='surrogateescape'?)"
         ) from None
     return message
+
+
+def check_agent_options(memory: Any, modes: tuple[str, ...], output_retries: Any, system_prompt: Any) -> None:
+    """``ChatAgent``'s memory mode, ``output_retries`` and ``system_prompt``; a UsageError naming a bad one."""
+    if memory not in modes:
+        raise UsageError(f"memory must be one of {', '.join(map(repr, modes))}; got {memory!r}")
+    if isinstance(output_retries, bool) or not isinstance(output_retries, int) or output_retries < 0:
+        raise UsageError(f"output_retries must be an integer >= 0, got {output_retries!r}")
+    if system_prompt is not None and not isinstance(system_prompt, str):
+        raise UsageError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")

@@ -1,6 +1,7 @@
-"""``JobOwner``: what a Batch API job needs of the module that submits it (``BaseModule`` has all of it).
+"""``BatchOwner``: what running many items needs of the agent that owns them (a ``ChatAgent`` has all of it).
 
-A protocol, so that ``modules/jobs`` never imports ``modules/base``, which imports ``submit_batch`` from here.
+A protocol, so that ``aiforge.batch`` never imports the agent: the agent imports the batch runner and hands
+itself to it (composition; nothing here is a base class).
 """
 
 from __future__ import annotations
@@ -8,17 +9,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from aiforge.batch.results import BatchItem
     from aiforge.core.costs import CostTracker
     from aiforge.core.output import OutputSpec
     from aiforge.core.settings import AIForgeSettings
     from aiforge.core.types import CallParams
-    from aiforge.modules.batch.results import BatchItem
     from aiforge.providers.base import Provider
-    from aiforge.store import BatchFingerprint
+    from aiforge.store import ResponseCache
 
 
-class JobOwner(Protocol):
-    """The agent behind a ``BatchJob``: its provider, model and settings, its cost tracker, its batch identity."""
+class BatchOwner(Protocol):
+    """The agent behind a batch or a Batch API job: provider, model, settings, costs, and one item's run."""
 
     @property
     def settings(self) -> AIForgeSettings: ...
@@ -35,6 +36,11 @@ class JobOwner(Protocol):
     @property
     def cost_tracker(self) -> CostTracker: ...
 
+    @property
+    def response_cache(self) -> ResponseCache | None:
+        """The cache the ``CACHE`` setting names (None when off)."""
+        ...
+
     def result_type(self) -> type[BatchItem]:
         """What one item's result is (``ChatResponse`` for a ``ChatAgent``)."""
         ...
@@ -47,10 +53,6 @@ class JobOwner(Protocol):
         """The parameters of one item's call (a ``ChatAgent``'s are its own, as its live turns use them)."""
         ...
 
-    def _batch_fingerprint(self, inputs: list[str], spec: OutputSpec | None) -> BatchFingerprint:
-        """What identifies the batch (for its checkpoint)."""
-        ...
-
-    def _checkpoint(self, path: Any, batch: BatchFingerprint, restart: bool) -> Any:
-        """The checkpoint at ``path`` for ``batch``, or None without a path."""
+    async def _arun_batch_item(self, text: str, *, output: OutputSpec | None, cache: ResponseCache | None) -> Any:
+        """One item, isolated from the others (a fresh conversation for a ``ChatAgent``)."""
         ...

@@ -21,7 +21,7 @@ from aiforge.core.types import CallParams, Completion, Message, UsageError
 from aiforge.providers.batch_api import BatchRequest
 
 if TYPE_CHECKING:
-    from aiforge.modules.jobs.owner import JobOwner
+    from aiforge.batch.owner import BatchOwner
 
 CUSTOM_ID_PREFIX = "item-"
 """A request's ``custom_id`` is this and the item's position, so results find their row after a restart."""
@@ -37,12 +37,12 @@ def index_of(custom_id: str) -> int | None:
     return int(number) if custom_id.startswith(CUSTOM_ID_PREFIX) and number.isdigit() else None
 
 
-def call_params(module: JobOwner, spec: OutputSpec | None) -> CallParams:
+def call_params(module: BatchOwner, spec: OutputSpec | None) -> CallParams:
     """The parameters of one item's call: the agent's own (as its live turns use them), with ``output``."""
     return dataclasses.replace(module._call_params(), output=spec)
 
 
-def batch_requests(module: JobOwner, texts: dict[int, str], params: CallParams) -> list[BatchRequest]:
+def batch_requests(module: BatchOwner, texts: dict[int, str], params: CallParams) -> list[BatchRequest]:
     """One request per item to send, keyed by position; ``UsageError`` for an agent with tools."""
     system_prompt, tools = module._request_context()
     if tools:
@@ -57,38 +57,30 @@ def batch_requests(module: JobOwner, texts: dict[int, str], params: CallParams) 
     ]
 
 
-def to_result(module: JobOwner, completion: Completion, spec: OutputSpec | None) -> Any:
+def to_result(module: BatchOwner, completion: Completion, spec: OutputSpec | None) -> Any:
     """The module's result for one answered request, at the Batch API's price.
 
     A refusal is an ``OutputRefusedError`` and a reply that does not validate as ``output=`` an
     ``OutputValidationError``: a Batch API job cannot ask again with feedback, ``run_batch`` can.
     """
-    from aiforge.modules.chat.schemas import ChatResponse
-
     if completion.refusal is not None:
         raise OutputRefusedError(completion.refusal)
-    output = None if spec is None else spec.validate(completion.text)
     model = completion.model or module.model
     cost, priced = batch_price_of(completion.usage, model, module.provider_name, module.settings.PRICES)
     if module.provider.free:
         cost, priced = 0.0, True
     usage, conversation_id, trace_id = completion.usage, secrets.token_hex(8), secrets.token_hex(8)
+    # The owner's result type, as a checkpoint would restore it: its output validated from the reply's text.
+    result = module.result_type().from_payload({
+        "message": completion.text, "conversation_id": conversation_id, "cost": cost,
+        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "model": model,
+        "trace_id": trace_id, "provider": module.provider_name, "priced": priced,
+        "truncated": completion.finish_reason in TOKEN_LIMIT_FINISH_REASONS,
+    }, spec)
     module.cost_tracker.extend([CostRecord(
         timestamp=time.time(), provider=module.provider_name, model=model, input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens, cached_input_tokens=usage.cached_input_tokens,
         cache_write_tokens=usage.cache_write_tokens, cost=cost, priced=priced, kind="batch_api",
         trace_id=trace_id, conversation_id=conversation_id,
     )])
-    return ChatResponse(
-        message=completion.text,
-        output=output,
-        conversation_id=conversation_id,
-        cost=cost,
-        input_tokens=completion.usage.input_tokens,
-        output_tokens=completion.usage.output_tokens,
-        model=model,
-        trace_id=trace_id,
-        provider=module.provider_name,
-        priced=priced,
-        truncated=completion.finish_reason in TOKEN_LIMIT_FINISH_REASONS,
-    )
+    return result

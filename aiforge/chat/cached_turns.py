@@ -20,15 +20,15 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from aiforge.chat.structured import TurnOutcome
 from aiforge.core.output import OutputSpec
 from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import Message
-from aiforge.modules.chat.structured import TurnOutcome
 from aiforge.store import ResponseCache, reply_fingerprint
 from aiforge.store.fingerprint import numbered_tool_ids
 
 if TYPE_CHECKING:
-    from aiforge.modules.chat.runtime import AgentRuntime
+    from aiforge.chat.runtime import AgentRuntime
 
 CACHE_STEP = "cache"
 

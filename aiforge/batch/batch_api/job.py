@@ -21,69 +21,31 @@ import asyncio
 import contextlib
 import os
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from aiforge.batch.batch_api.requests import batch_requests, call_params, index_of, to_result
+from aiforge.batch.batch_api.status import JobNotFinishedError, JobStatus, job_status
+from aiforge.batch.identity import batch_identity, open_checkpoint
+from aiforge.batch.results import BatchFailure, BatchResult, MissingValueError
 from aiforge.core.aio import run_sync
 from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
 from aiforge.core.templates import RowTemplate, batch_prompts
-from aiforge.core.types import AIForgeError, ProviderError, UsageError
-from aiforge.modules.batch.results import BatchFailure, BatchResult, MissingValueError
-from aiforge.modules.jobs.requests import batch_requests, call_params, index_of, to_result
+from aiforge.core.types import ProviderError, UsageError
 from aiforge.providers.batch_api import BatchLimits, BatchStatus, ItemNotRunError, ProviderBatchAPI
 
 if TYPE_CHECKING:
-    from aiforge.modules.jobs.owner import JobOwner
+    from aiforge.batch.owner import BatchOwner
 
 JOB_ID_SEPARATOR = ","
 DEFAULT_POLL_INTERVAL = 30.0
 """Seconds between status calls in ``wait``: Batch API jobs take minutes to hours."""
 
 
-class JobNotFinishedError(AIForgeError):
-    """``results()`` of a job that is still running; ``wait()`` first."""
-
-
-@dataclass(frozen=True, slots=True)
-class JobStatus:
-    """A job as last seen: its state over all its provider jobs, and request counts."""
-
-    state: str
-    """``running``, ``cancelling``, or when final ``completed``, ``expired``, ``cancelled`` or ``failed``."""
-    total: int
-    succeeded: int
-    failed: int
-    jobs: tuple[BatchStatus, ...]
-
-    @property
-    def done(self) -> int:
-        return self.succeeded + self.failed
-
-    @property
-    def final(self) -> bool:
-        return all(job.final for job in self.jobs)
-
-    def __str__(self) -> str:
-        return f"{self.state}: {self.succeeded} ok, {self.failed} failed of {self.total} requests"
-
-
-def _summary(jobs: tuple[BatchStatus, ...]) -> JobStatus:
-    states = {job.state for job in jobs}
-    state = next((s for s in ("running", "cancelling", "failed", "expired", "cancelled") if s in states), "completed")
-    return JobStatus(
-        state=state,
-        total=sum(j.total for j in jobs),
-        succeeded=sum(j.succeeded for j in jobs),
-        failed=sum(j.failed for j in jobs),
-        jobs=jobs,
-    )
-
-
 class BatchJob:
     """Items of one ``submit_batch`` call, running in a provider's Batch API."""
 
     def __init__(
-        self, module: JobOwner, api: ProviderBatchAPI[Any], ids: list[str], *, inputs: list[str] | None,
+        self, module: BatchOwner, api: ProviderBatchAPI[Any], ids: list[str], *, inputs: list[str] | None,
         index: Any = None, output: OutputSpec | None = None, missing: dict[int, str] | None = None,
         checkpoint: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -117,7 +79,7 @@ class BatchJob:
     async def astatus(self) -> JobStatus:
         jobs = tuple(await asyncio.gather(*(self.api.status(job_id) for job_id in self.ids)))
         self._last.update((job.id, job) for job in jobs)
-        return _summary(jobs)
+        return job_status(jobs)
 
     def status(self) -> JobStatus:
         """Where the job is now (one status call per provider job)."""
@@ -133,7 +95,7 @@ class BatchJob:
                     self._last[job_id] = await self.api.status(job_id)
                     if not self._last[job_id].final:  # not "it ended meanwhile": a real failure
                         raise
-        return _summary(tuple(self._last[job_id] for job_id in self.ids))
+        return job_status(tuple(self._last[job_id] for job_id in self.ids))
 
     def cancel(self) -> JobStatus:
         """Ask the provider to stop; items it has not run end as not run (see ``not_run``)."""
@@ -192,18 +154,19 @@ class BatchJob:
         )
         reason = next((job.state for job in status.jobs if job.state != "completed"), "failed")
         for index in range(len(inputs)):
-            error: BaseException | None = MissingValueError(self.missing[index]) if index in self.missing else None
-            outcome = outcomes.get(index, ItemNotRunError(reason)) if error is None else None
-            if isinstance(outcome, BaseException):
+            error: BaseException
+            if index in self.missing:
+                error = MissingValueError(self.missing[index])
+            elif isinstance(outcome := outcomes.get(index, ItemNotRunError(reason)), BaseException):
                 error = outcome
-            elif outcome is not None:
+            else:
                 try:
                     result.results.append(to_result(self.module, outcome, self.output))
                     result.indices.append(index)
                     continue
                 except (OutputValidationError, OutputRefusedError) as exc:
                     error = exc
-            result.fail(index, error)  # type: ignore[arg-type]
+            result.fail(index, error)
         self.not_run = [f for f in result.failed if isinstance(f.error, ItemNotRunError)]
         self._record(result)
         return result
@@ -230,9 +193,8 @@ class BatchJob:
         if self.checkpoint is None:
             return
         # The very checkpoint run_batch opens for these inputs and settings.
-        checkpoint = self.module._checkpoint(
-            self.checkpoint, self.module._batch_fingerprint(result.inputs, self.output), False
-        )
+        checkpoint = open_checkpoint(self.checkpoint, batch_identity(self.module, result.inputs, self.output), False)
+        assert checkpoint is not None  # a path gives a checkpoint
         for index, item in zip(result.indices, result.results, strict=True):
             checkpoint.record(index, payload=item.to_payload())
         for failure in result.failed:
@@ -243,7 +205,7 @@ class BatchJob:
 
     @classmethod
     async def asubmit(
-        cls, module: JobOwner, items: Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
+        cls, module: BatchOwner, items: Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
         checkpoint: str | os.PathLike[str] | None = None, limits: BatchLimits | None = None,
     ) -> BatchJob:
         spec = None if output is None else OutputSpec.of(output)
@@ -254,8 +216,8 @@ class BatchJob:
         store = None
         if checkpoint is not None:
             # A rerun of the cell (or after a restart) attaches to the job this batch already has: pay once.
-            store = module._checkpoint(checkpoint, module._batch_fingerprint(prompts.texts, spec), False)
-            if (submitted := store.job()) is not None:
+            store = open_checkpoint(checkpoint, batch_identity(module, prompts.texts, spec), False)
+            if store is not None and (submitted := store.job()) is not None:
                 job.ids = [part for part in submitted.split(JOB_ID_SEPARATOR) if part]
                 job.reattached = True
                 return job
@@ -278,7 +240,7 @@ class BatchJob:
 
     @classmethod
     def attach(
-        cls, job_id: str | None = None, *, agent: JobOwner, items: Any = None,
+        cls, job_id: str | None = None, *, agent: BatchOwner, items: Any = None,
         prompt: str | RowTemplate | None = None, output: Any = None,
         checkpoint: str | os.PathLike[str] | None = None, limits: BatchLimits | None = None,
     ) -> BatchJob:
@@ -300,7 +262,7 @@ class BatchJob:
         return cls(agent, api, ids, inputs=inputs, index=index, output=spec, missing=missing, checkpoint=checkpoint)
 
 
-def _job_in(checkpoint: str | os.PathLike[str] | None, agent: JobOwner) -> str:
+def _job_in(checkpoint: str | os.PathLike[str] | None, agent: BatchOwner) -> str:
     """The job id a checkpoint file holds, for ``attach(checkpoint=...)`` without a job id."""
     from aiforge.store import Checkpoint, Store
 
@@ -308,7 +270,8 @@ def _job_in(checkpoint: str | os.PathLike[str] | None, agent: JobOwner) -> str:
         raise UsageError("BatchJob.attach needs a job_id, or the checkpoint= that submit_batch was given.")
     if not os.path.exists(checkpoint):
         raise UsageError(f"checkpoint={os.fspath(checkpoint)!r} does not exist: there is no job to attach to.")
-    stored = Checkpoint.stored_job(Store.for_setting(checkpoint, kind="data"))  # type: ignore[arg-type]
+    store = Store.for_setting(checkpoint, kind="data")
+    stored = None if store is None else Checkpoint.stored_job(store)
     if stored is None:
         raise UsageError(f"{os.fspath(checkpoint)} holds no Batch API job (it was not given to submit_batch).")
     job_id, provider = stored
@@ -317,7 +280,7 @@ def _job_in(checkpoint: str | os.PathLike[str] | None, agent: JobOwner) -> str:
     return job_id
 
 
-def _progress_bar(module: JobOwner, progress: bool, total: int) -> Any:
+def _progress_bar(module: BatchOwner, progress: bool, total: int) -> Any:
     from aiforge.core.progress import progress_bar, progress_enabled
 
     if not (progress and progress_enabled(module.settings.PROGRESS_BAR)):

@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiforge.batch.estimate import ItemPricer
+from aiforge.batch.results import BudgetExceededError
 from aiforge.core.types import Interrupted
 from aiforge.core.waits import queued
-from aiforge.modules.batch.estimate import ItemPricer
-from aiforge.modules.batch.results import BudgetExceededError
 from aiforge.store import Checkpoint
 
 KEPT_BATCHES = 8

@@ -13,11 +13,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiforge.chat.graph import run_graph
+from aiforge.chat.runtime import final_call_truncated
 from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
 from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import Message
-from aiforge.modules.chat.agent import run_graph
-from aiforge.modules.chat.runtime import final_call_truncated
 
 VALIDATION_STEP = "validation"
 

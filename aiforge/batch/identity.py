@@ -1,0 +1,87 @@
+"""What a batch is and what it already has: its fingerprint, its checkpoint, its cache, its finished items, its price.
+
+Functions of the ``BatchOwner`` (the agent) and the batch's prompts, shared by ``run_batch`` and the Batch API
+jobs (``batch_api``), so a job and a live batch of the same items agree on identity and checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from aiforge.batch.estimate import ItemPricer, item_pricer
+from aiforge.batch.runner import kept
+
+if TYPE_CHECKING:
+    from aiforge.batch.owner import BatchOwner
+    from aiforge.batch.results import BatchItem
+    from aiforge.core.output import OutputSpec
+    from aiforge.store import BatchFingerprint, Checkpoint, ResponseCache
+
+
+def batch_identity(owner: BatchOwner, inputs: list[str], spec: OutputSpec | None) -> BatchFingerprint:
+    """What identifies this batch: its prompts, and everything its replies depend on (never a key)."""
+    from aiforge.store import batch_fingerprint, fingerprint
+    from aiforge.store.fingerprint import public_endpoint
+
+    system_prompt, tools = owner._request_context()
+    settings = {
+        "module": type(owner).__name__,
+        "provider": owner.provider_name,
+        "endpoint": public_endpoint(owner.provider.base_url),
+        "model": owner.model,
+        "temperature": owner.settings.TEMPERATURE,
+        "max_tokens": owner.settings.MAX_TOKENS,
+        "system_prompt": system_prompt,
+        "tools": tools,
+        "output": None if spec is None else spec.wire_schema,
+    }
+    return batch_fingerprint([fingerprint(text) for text in inputs], settings)
+
+
+def open_checkpoint(
+    path: str | os.PathLike[str] | None, batch: BatchFingerprint, restart: bool
+) -> Checkpoint | None:
+    """The checkpoint file at ``path`` for ``batch`` (None without a path)."""
+    if path is None:
+        return None
+    from aiforge.store import Checkpoint, Store
+
+    store = Store.for_setting(path, kind="data")
+    assert store is not None  # a path always names a store
+    return Checkpoint(store, batch, restart=restart)
+
+
+def open_cache(value: bool | str | os.PathLike[str] | None) -> ResponseCache | None:
+    """The response cache a ``CACHE`` value names (True, a path, ``"memory"``), or None when it is off."""
+    from aiforge.store import ResponseCache, Store
+
+    store = Store.for_setting(value, kind="cache")
+    return None if store is None else ResponseCache(store)
+
+
+def finished_items(
+    batch: BatchFingerprint, checkpoint: Checkpoint | None, item_type: type[BatchItem], spec: OutputSpec | None,
+    *, restart: bool,
+) -> dict[int, Any]:
+    """Items an interrupted run of this batch in this process (any agent) or the checkpoint finished, not failed."""
+    earlier = kept(batch.key)
+    done = {} if earlier is None or restart else dict(earlier.results)
+    if checkpoint is not None:
+        for index, record in checkpoint.done().items():
+            if record.status == "ok" and record.payload is not None and index not in done:
+                done[index] = item_type.from_payload(record.payload, spec)
+    return done
+
+
+def pricer_of(owner: BatchOwner, spec: OutputSpec | None) -> ItemPricer:
+    """What one item of this owner's batch is estimated to cost (budgets and ``estimate=True``)."""
+    system_prompt, tools = owner._request_context()
+    return item_pricer(
+        model=owner.model,
+        system_prompt=system_prompt,
+        extras=[*tools, *([] if spec is None else [spec.wire_schema])],
+        max_tokens=owner.settings.MAX_TOKENS,
+        free=owner.provider.free,
+        prices=owner.settings.PRICES,
+    )

@@ -1,0 +1,109 @@
+"""``run_items``: many items through one ``BatchOwner`` (the agent), driven by a frozen ``BatchOptions``.
+
+Items may be a list, a pandas Series or DataFrame, with a row template (``core.templates.batch_prompts``); a
+row with a missing value fails without a call. A batch can use the response cache, resume from a checkpoint
+or an interrupted run, stop at a budget, or only be estimated; ``runner`` holds the rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from aiforge.batch.embedded import warn_if_embedded
+from aiforge.batch.estimate import BatchEstimate, estimate_of
+from aiforge.batch.identity import batch_identity, finished_items, open_cache, open_checkpoint, pricer_of
+from aiforge.batch.options import BatchOptions
+from aiforge.batch.results import BatchItem, BatchResult, MissingValueError
+from aiforge.batch.runner import BatchRun, KeptBatch, forget, interrupted, keep
+from aiforge.core.aio import run_sync
+from aiforge.core.progress import progress_bar, progress_enabled
+from aiforge.core.templates import batch_prompts
+from aiforge.core.types import UsageError
+
+if TYPE_CHECKING:
+    from aiforge.batch.owner import BatchOwner
+
+
+def run_items_sync(owner: BatchOwner, items: Sequence[str] | Any, options: BatchOptions) -> Any:
+    """``run_items`` from sync code; Ctrl-C keeps the finished items and ends with one line (``BatchInterrupted``)."""
+    stopped: list[KeptBatch] = []
+    try:
+        return run_sync(run_items(owner, items, options, stopped))
+    except KeyboardInterrupt:
+        if not stopped:
+            raise
+        raise interrupted(stopped[0]) from None
+
+
+async def run_items(
+    owner: BatchOwner, items: Sequence[str] | Any, options: BatchOptions, stopped: list[KeptBatch] | None = None
+) -> BatchResult | BatchEstimate:
+    """Run ``items``, a ``BatchResult`` in input order (a ``BatchEstimate`` with ``options.estimate``).
+
+    ``stopped`` receives what an interrupt kept, for the caller's one-line message.
+    """
+    item_type = checked_item_type(owner)
+    spec = options.output
+    if spec is not None and not options.estimate:
+        warn_if_embedded(owner.provider)
+    prompts = batch_prompts(items, options.prompt)
+    inputs = prompts.texts
+    if len(inputs) > options.max_batch:
+        raise UsageError(
+            f"run_batch got {len(inputs)} items but max_batch={options.max_batch}; "
+            f"pass max_batch={len(inputs)} to process them all, or split the list"
+        )
+    cache = owner.response_cache if options.cache is None else open_cache(options.cache)
+    batch = batch_identity(owner, inputs, spec)
+    checkpoint = open_checkpoint(options.checkpoint, batch, options.restart)
+    done = finished_items(batch, checkpoint, item_type, spec, restart=options.restart)
+    errors: dict[int, BaseException] = {i: MissingValueError(why) for i, why in prompts.missing.items()}
+    if options.estimate:
+        return estimate_of(pricer_of(owner, spec), inputs, done, errors)
+    shown = progress_enabled(owner.settings.PROGRESS_BAR) and inputs
+    progress = progress_bar(len(inputs)) if shown else None
+    if progress is not None and (errors or done):
+        progress.update(len(errors) + len(done))
+    run = BatchRun(
+        inputs,
+        lambda text: owner._arun_batch_item(text, output=spec, cache=cache),
+        done,
+        errors,
+        checkpoint=checkpoint,
+        to_payload=None if checkpoint is None else item_type.to_payload,
+        max_cost=options.max_cost,
+        pricer=None if options.max_cost is None else pricer_of(owner, spec),
+        progress=progress,
+    )
+    try:
+        wall_time_s = await run.run(options.concurrency)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        entry = keep(batch.key, done, len(inputs))
+        if stopped is not None:
+            stopped.append(entry)
+        raise
+    finally:
+        if progress is not None:
+            progress.close()
+    forget(batch.key)
+    result = BatchResult(item_type, inputs=inputs, wall_time_s=wall_time_s, index=prompts.index, output=spec)
+    for index in range(len(inputs)):
+        if index in errors:
+            result.fail(index, errors[index])
+        else:
+            result.results.append(done[index])
+            result.indices.append(index)
+    return result
+
+
+def checked_item_type(owner: BatchOwner) -> type[BatchItem]:
+    """``owner.result_type()``, checked to lay out a batch row (``to_row``, ``failed_row``)."""
+    result = owner.result_type()
+    if not (isinstance(result, type) and hasattr(result, "to_row") and hasattr(result, "failed_row")):
+        raise TypeError(
+            f"{type(owner).__name__}.result_type() must return a type with to_row() and failed_row() "
+            f"(see aiforge.batch.results.BatchItem), not {result!r}"
+        )
+    return result

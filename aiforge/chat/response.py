@@ -1,0 +1,239 @@
+"""Response types of the chat module: ``ChatResponse`` and ``ToolCallRecord``, with their notebook views."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from aiforge.core.output import OutputSpec
+
+TRACE_COLUMNS = [
+    "step", "node", "name", "model", "input", "output", "error",
+    "input_tokens", "output_tokens", "cost", "latency_ms",
+]
+
+BATCH_COLUMNS = [
+    "input", "message", "model", "input_tokens", "output_tokens", "cost",
+    "latency_ms", "iterations", "tool_calls", "error", "trace_id", "cached", "truncated",
+]
+"""The columns of ``BatchResult.to_dataframe`` for a batch of chat turns."""
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _code_span(text: str) -> str:
+    """``text`` as a Markdown code span that no backtick inside it can close early."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+class ToolCallRecord(BaseModel):
+    """One tool invocation within a turn."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: str
+    """The tool name that was called."""
+    input: dict[str, Any] = Field(default_factory=dict)
+    """The parameters passed to the tool."""
+    output: str | None = None
+    """The tool's result (or its error text); None if it has not returned."""
+    id: str = ""
+    """The provider's id of the call."""
+    error: bool = False
+    """True when ``output`` is an error (tool raised, unknown tool, bad arguments)."""
+
+    def to_text(self) -> str:
+        return f"{self.tool}({self.input}) → {self.output}"
+
+    def __repr__(self) -> str:
+        return f"ToolCallRecord(tool={self.tool!r}, input={self.input!r}, output={self.output!r})"
+
+    __str__ = __repr__
+
+    def _repr_markdown_(self) -> str:
+        from aiforge.core.render import escape_markdown
+
+        output = escape_markdown(_short(self.output or ""))
+        return f"{_code_span(self.tool)} {_code_span(_short(self.input))} → {output}"
+
+    def _repr_html_(self) -> str:
+        return (
+            f"<code>{html.escape(self.tool)}</code> <code>{html.escape(_short(self.input))}</code>"
+            f" → {html.escape(_short(self.output or ''))}"
+        )
+
+
+class ChatResponse(BaseModel):
+    """The result of one chat turn."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message: str
+    """The assistant's text reply (with ``output=``, the raw JSON text)."""
+    output: Any = None
+    """The reply validated as the turn's ``output=`` type; None without ``output=``."""
+    conversation_id: str
+    """Conversation session id (16-char hex)."""
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    iterations: int = 0
+    """Tool-use loop iterations executed (0 if no tools)."""
+    memory_mode: str = "buffer"
+    cost: float = 0.0
+    """Total cost in USD for this turn (summaries included)."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model: str = ""
+    trace_id: str = ""
+    """Trace id of this turn (16-char hex)."""
+    latency_ms: float = 0.0
+    """The turn's own time in milliseconds: from its start to the reply, its waits (``queue_ms``) left out."""
+    queue_ms: float = 0.0
+    """Milliseconds the turn waited for its turn: a batch item for a free worker (``concurrency``), a request
+    for the rate pacer (``RPM`` / ``TPM``, a 429's pause) or for the embedded model's one decoding slot."""
+    provider: str = ""
+    priced: bool = True
+    """False when a model of this turn is missing from the price table (cost undercounted)."""
+    stopped_by_limit: bool = False
+    """True when the turn hit ``max_tool_iterations`` before a final answer."""
+    cached: bool = False
+    """True when the reply came from the response cache: no request was made and ``cost`` is 0."""
+    cached_cost: float | None = None
+    """For a cached reply, what it cost (USD) when it was made; None for a reply made now."""
+    truncated: bool = False
+    """True when the turn's final model call stopped at its token limit or repeated itself (the reply is cut)."""
+    trace: list[dict[str, Any]] = Field(default_factory=list, repr=False)
+    """One record per step: model calls and tool calls, in order."""
+
+    def to_text(self) -> str:
+        return self.message
+
+    def to_row(self) -> dict[str, Any]:
+        """This turn as a row of ``BatchResult.to_dataframe`` (``BATCH_COLUMNS`` but ``input``)."""
+        return {
+            "message": self.message,
+            "model": self.model,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": self.cost,
+            "latency_ms": self.latency_ms,
+            "iterations": self.iterations,
+            "tool_calls": len(self.tool_calls),
+            "error": None,
+            "trace_id": self.trace_id,
+            "cached": self.cached,
+            "truncated": self.truncated,
+        }
+
+    @classmethod
+    def failed_row(cls, error: str) -> dict[str, Any]:
+        """The row of a batch item whose turn failed with ``error``: no reply, nothing spent."""
+        return {
+            "message": None,
+            "model": None,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cost": 0.0,
+            "latency_ms": None,
+            "iterations": 0,
+            "tool_calls": 0,
+            "error": error,
+            "trace_id": None,
+            "cached": False,
+            "truncated": False,
+        }
+
+    def to_payload(self) -> dict[str, Any]:
+        """This response as JSON for a batch checkpoint; ``output`` is rebuilt from ``message`` when read."""
+        import pydantic_core
+
+        payload: dict[str, Any] = pydantic_core.to_jsonable_python(self, exclude={"output"}, fallback=str)
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any], output: OutputSpec | None) -> ChatResponse:
+        """The response ``to_payload`` wrote; its ``output`` validated from the JSON text in ``message``."""
+        value = None if output is None else output.validate(payload["message"])
+        return cls.model_validate({**payload, "output": value})
+
+    def trace_dataframe(self) -> pd.DataFrame:
+        """The trace as a DataFrame, one row per step."""
+        import pandas as pd
+
+        return pd.DataFrame([{c: rec.get(c) for c in TRACE_COLUMNS} for rec in self.trace], columns=TRACE_COLUMNS)
+
+    def _footer(self) -> str:
+        parts = [
+            self.model or self.provider,
+            f"{self.input_tokens}+{self.output_tokens} tokens",
+            f"${self.cost:.5f}" + ("" if self.priced else " (unpriced)"),
+            f"{self.latency_ms:.0f} ms",
+        ]
+        if self.tool_calls:
+            parts.append(f"{len(self.tool_calls)} tool call{'s' if len(self.tool_calls) != 1 else ''}")
+        if self.truncated:
+            from aiforge.core.render import truncation_note
+
+            if note := truncation_note(self):
+                parts.append(note)
+        if self.cached:
+            parts.append(f"cached (was ${self.cached_cost or 0.0:.5f})")
+        return " · ".join(parts)
+
+    def _output_json(self) -> str:
+        """``output`` as indented JSON (models, dataclasses, dates and enums included)."""
+        import pydantic_core
+
+        return pydantic_core.to_json(self.output, indent=2, fallback=repr).decode()
+
+    def __repr__(self) -> str:
+        output = f"output={_short(repr(self.output), 120)}, " if self.output is not None else ""
+        return (
+            f"ChatResponse(message={_short(self.message, 80)!r}, {output}model={self.model!r}, "
+            f"tool_calls={len(self.tool_calls)}, cost={self.cost:.6f}, "
+            f"tokens={self.input_tokens}+{self.output_tokens}, conversation_id={self.conversation_id!r})"
+        )
+
+    __str__ = __repr__
+
+    def _repr_markdown_(self) -> str:
+        from aiforge.core.render import safe_markdown
+
+        tools = "".join(f"\n- {tc._repr_markdown_()}" for tc in self.tool_calls)
+        body = safe_markdown(self.message) if self.output is None else self._output_markdown()
+        return f"{body}\n{tools}\n\n<sub>{html.escape(self._footer())}</sub>"
+
+    def _output_markdown(self) -> str:
+        text = self._output_json()
+        fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+        return f"**{html.escape(type(self.output).__name__)}**\n\n{fence}json\n{text}\n{fence}"
+
+    def _repr_html_(self) -> str:
+        tools = "".join(
+            f"<li>{tc._repr_html_()}</li>" for tc in self.tool_calls
+        )
+        return (
+            f"<div class='aiforge-response'>{self._body_html()}"
+            + (f"<ul>{tools}</ul>" if tools else "")
+            + f"<div style='opacity:.6;font-size:85%'>{html.escape(self._footer())}</div></div>"
+        )
+
+    def _body_html(self) -> str:
+        if self.output is None:
+            return f"<div style='white-space:pre-wrap'>{html.escape(self.message)}</div>"
+        return (
+            f"<div><b>{html.escape(type(self.output).__name__)}</b></div>"
+            f"<pre>{html.escape(self._output_json())}</pre>"
+        )

@@ -1,0 +1,161 @@
+"""One turn of a ``ChatAgent``: its context, the response cache, the graph, memory, the session and the log.
+
+Functions of the agent (its runtime, graph, store and memory settings), so ``agent.py`` stays the public
+surface. A turn holds its conversation's lock from start to commit; nothing is stored before the graph has
+finished, so an error or a cancellation leaves the conversation as it was.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aiforge.chat.arguments import checked_message
+from aiforge.chat.cached_turns import cache_marks, lookup
+from aiforge.chat.graph import ChatAgentState
+from aiforge.chat.memory import Conversation, apply_memory
+from aiforge.chat.prompts import SUMMARY_PREFIX
+from aiforge.chat.response import ChatResponse, ToolCallRecord
+from aiforge.chat.runtime import ToolEvent, Turn, final_call_truncated
+from aiforge.chat.structured import TurnOutcome, output_spec, run_turn
+from aiforge.core.types import Message, UsageError
+
+if TYPE_CHECKING:
+    from aiforge.chat.cached_turns import TurnKeyBase
+    from aiforge.chat.runtime import AgentRuntime
+    from aiforge.chat.sessions import ChatStore
+    from aiforge.store import ResponseCache
+
+
+class TurnOwner(Protocol):
+    """What a turn reads of its agent (a ``ChatAgent``): its runtime, graph, memory settings and store."""
+
+    _runtime: AgentRuntime
+    _graph: Any
+    _key_base: TurnKeyBase
+    _steps: int
+    _store: ChatStore | None
+    _base_prompt: str
+    model: str
+    provider_name: str
+    memory_mode: str
+    memory_k: int
+    max_tool_iterations: int
+    output_retries: int
+    last_response: ChatResponse | None
+
+
+def context_of(agent: TurnOwner, conversation: Conversation, system_prompt: str | None) -> list[Message]:
+    """What the model sees before the new message: system prompt, summary, and the history memory keeps."""
+    if system_prompt is not None and not isinstance(system_prompt, str):
+        raise UsageError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
+    head: list[Message] = [{"role": "system", "content": system_prompt or agent._base_prompt}]
+    if conversation.summary:
+        head.append({"role": "system", "content": SUMMARY_PREFIX + conversation.summary})
+    if agent.memory_mode == "none":
+        return head
+    return head + conversation.history
+
+
+async def agent_turn(
+    agent: TurnOwner,
+    conversation: Conversation,
+    message: str,
+    system_prompt: str | None,
+    emit: Callable[[str | ToolEvent], None] | None,
+    *,
+    output: Any = None,
+    remember: bool = True,
+    cache: ResponseCache | None = None,
+) -> ChatResponse:
+    """Run one turn in ``conversation`` (``remember=False``: a batch item, kept out of history and session)."""
+    checked_message(message)
+    spec = output_spec(output)
+    started = time.perf_counter()
+    async with conversation.lock:
+        if remember and agent._store is not None:
+            agent._store.refresh(conversation)
+        params = replace(agent._runtime.params, output=spec) if spec is not None else None
+        turn = Turn(agent._runtime, conversation.id, emit, params=params)
+        context = context_of(agent, conversation, system_prompt)
+        user: Message = {"role": "user", "content": message}
+        cached = None if cache is None else lookup(cache, agent._key_base, [*context, user], spec)
+        if cached is not None and cached.outcome is not None:
+            turn.emit_text(cached.outcome.reply)
+            return await _finish(agent, conversation, context, user, cached.outcome, turn, started, remember)
+        state: ChatAgentState = {
+            "messages": [*context, user],  # type: ignore[list-item]
+            "current_input": message,
+            "tool_calls": [],
+            "tool_results": [],
+            "iteration": 0,
+            "max_tool_iterations": agent.max_tool_iterations,
+            "trace": [],
+            "total_input_tokens": 0,
+            "total_output_tokens": 0,
+            "model": agent.model,
+        }
+        # Nothing is stored until the graph has finished: an error or a cancellation
+        # leaves the conversation exactly as it was before the turn.
+        config = {"configurable": {"turn": turn}, "recursion_limit": agent._steps}
+        outcome = await run_turn(agent._graph, state, config, spec, agent.output_retries)  # type: ignore[arg-type]
+        if cached is not None:
+            cached.store(outcome, turn.cost)
+        return await _finish(agent, conversation, context, user, outcome, turn, started, remember)
+
+
+async def _finish(
+    agent: TurnOwner, conversation: Conversation, context: list[Message], user: Message, outcome: TurnOutcome,
+    turn: Turn, started: float, remember: bool,
+) -> ChatResponse:
+    """Commit the turn to history (and memory), save its session, log it; the conversation lock is held."""
+    if remember and agent.memory_mode != "none":
+        history = [*conversation.history, user, *outcome.produced]
+        history = await apply_memory(
+            conversation, history, mode=agent.memory_mode, k=agent.memory_k, turn=turn, trace=outcome.trace
+        )
+        conversation.history = history
+        if agent._store is not None:
+            keep = agent.memory_k if agent.memory_mode == "buffer" else None
+            agent._store.commit(conversation, agent.memory_mode, [user, *outcome.produced], keep)
+    response = _response(agent, conversation, outcome, turn, started)
+    if agent._store is not None:
+        agent._store.record(response, [*context, user], outcome.produced, remember=remember)
+    agent.last_response = response
+    return response
+
+
+def _response(
+    agent: TurnOwner, conversation: Conversation, outcome: TurnOutcome, turn: Turn, started: float
+) -> ChatResponse:
+    trace = outcome.trace
+    # The graph's state sums its model steps; the memory summary ran after the graph.
+    summaries = [r for r in trace if r["step"] == "model" and r["node"] == "summary"]
+    calls = [
+        ToolCallRecord(tool=r["tool"], input=r["input"], output=r["output"], id=r["id"], error=r["error"])
+        for r in outcome.tool_results
+    ]
+    return ChatResponse(
+        message=outcome.reply,
+        output=outcome.output,
+        conversation_id=conversation.id,
+        tool_calls=calls,
+        iterations=outcome.iteration,
+        memory_mode=agent.memory_mode,
+        cost=turn.cost,
+        input_tokens=outcome.input_tokens + sum(r["input_tokens"] for r in summaries),
+        output_tokens=outcome.output_tokens + sum(r["output_tokens"] for r in summaries),
+        model=outcome.model,
+        trace_id=turn.trace_id,
+        # The turn's own time: waiting for the pacer or the local engine's queue is queue_ms.
+        latency_ms=(time.perf_counter() - started - turn.waits.inside_s) * 1000.0,
+        queue_ms=turn.waits.queue_ms,
+        provider=agent.provider_name,
+        priced=turn.priced,
+        stopped_by_limit=any(r.get("stopped_by_limit") for r in trace),
+        truncated=final_call_truncated(trace),
+        trace=trace,
+        **cache_marks(trace),
+    )
