@@ -27,17 +27,42 @@ _lock = threading.Lock()
 
 def warn_if_embedded(provider: Provider) -> None:
     """Warn once per process (``EmbeddedModelWarning``) when a typed batch is about to run on the embedded model."""
+    if provider.embedded:
+        warn_embedded_once(provider.default_model)
+
+
+def warn_embedded_once(model: str | None = None) -> None:
+    """The warning itself, once per process; ``model`` names the weights when known."""
     global _warned
-    if not provider.embedded:
-        return
     with _lock:
         if _warned:
             return
         _warned = True
+    named = f" ({model})" if model else ""
     warnings.warn(
-        f"the embedded model ({provider.default_model}) is for trying aiforge offline: its labels and extracted "
+        f"the embedded model{named} is for trying aiforge offline: its labels and extracted "
         "fields are often wrong. Use a real provider (openai, anthropic, or a llama.cpp, vLLM or Ollama server "
         "with a larger model) for columns you rely on.",
         EmbeddedModelWarning,
         stacklevel=_caller_stacklevel(),
     )
+
+
+def stay_quiet() -> None:
+    """This process gives no such warning: a Dask worker, whose client warned once for all its workers."""
+    global _warned
+    with _lock:
+        _warned = True
+
+
+def _one_line(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+) -> str:
+    """``EmbeddedModelWarning`` shown as one line (no file path, no echoed source line); others as Python shows them."""
+    if issubclass(category, EmbeddedModelWarning):
+        return f"{category.__name__}: {message}\n"
+    return _python_format(message, category, filename, lineno, line)
+
+
+_python_format = warnings.formatwarning
+warnings.formatwarning = _one_line

@@ -133,6 +133,8 @@ class DaskOperations:
             if name.upper() in PACED_SETTINGS and settings[name] is not None:
                 settings[name] = max(settings[name] // processes, 1)
         spec = PartitionSpec.of(operation, concurrency=concurrency, **what, **settings)
+        if operation != "map" or what.get("output") is not None:
+            _warn_here_if_embedded(spec)
         job = DaskJob(f"aiforge-{uuid.uuid4().hex[:12]}", concurrency, max(concurrency // threads, 1))
         # Made here, so the scheduler knows the limit before any partition asks for a lease.
         Semaphore(max_leases=concurrency, name=job.semaphore)
@@ -186,7 +188,22 @@ _reports: dict[str, dict[str, dict[str, Any]]] = {}
 """The partition reports read so far, by job: the queue hands each report out once."""
 
 
+def _warn_here_if_embedded(spec: PartitionSpec) -> None:
+    """A typed job on the embedded model warns once, on the client; its workers stay quiet (``_job_columns``)."""
+    from aiforge.batch.embedded import warn_embedded_once
+    from aiforge.core.settings import AIForgeSettings, load_settings
+    from aiforge.providers import is_embedded, resolve_provider_name
+
+    fields = AIForgeSettings.model_fields
+    settings = load_settings(**{k.upper(): v for k, v in spec.settings.items() if k.upper() in fields})
+    if is_embedded(resolve_provider_name(settings)):
+        warn_embedded_once()
+
+
 def _job_columns(part: pd.DataFrame, spec: PartitionSpec, job: DaskJob) -> pd.DataFrame:
+    from aiforge.batch.embedded import stay_quiet
+
+    stay_quiet()  # the client warned once for every worker
     if len(part) == 0:
         return spec.empty_columns(part.index)
     with _leases(job, len(part)) as held:

@@ -120,6 +120,11 @@ def resolve_provider_name(settings: AIForgeSettings) -> str:
     )
 
 
+def is_embedded(name: str) -> bool:
+    """Whether the provider registered as ``name`` is the embedded model (read from its class: nothing loads)."""
+    return name in _BUILTIN and _builtin_class(name).embedded
+
+
 def _builtin_class(name: str) -> type[Provider]:
     module_name, _, attr = _BUILTIN[name].partition(":")
     cls: type[Provider] = getattr(importlib.import_module(module_name), attr)

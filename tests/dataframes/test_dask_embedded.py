@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 import pandas as pd
@@ -13,6 +14,8 @@ import dask.dataframe as dd  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
 
 import aiforge  # noqa: E402,F401 - registers the accessors
+from aiforge.batch import embedded  # noqa: E402
+from aiforge.batch.embedded import EmbeddedModelWarning  # noqa: E402
 from aiforge.dataframes.dask_accessor import job_summary  # noqa: E402
 
 pytestmark = pytest.mark.embedded
@@ -39,7 +42,7 @@ def loaded_agents() -> list[tuple[int, bool]]:
     return [(id(agent), agent.provider.engine.loaded) for agent in partition._agents.values()]
 
 
-def test_each_worker_loads_the_model_once_and_reuses_its_agent(client: Client) -> None:
+def test_each_worker_loads_the_model_once_and_reuses_its_agent(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     frame = pd.DataFrame({"city": ["Paris", "Rome", "Oslo", "Lima"]}, index=[10, 11, 12, 13])
     ddf = dd.from_pandas(frame, npartitions=4)
     first = ddf.aiforge.map("Say one word about {city}.", **SETTINGS).compute()
@@ -47,8 +50,13 @@ def test_each_worker_loads_the_model_once_and_reuses_its_agent(client: Client) -
     agents = client.run(loaded_agents)
     assert sorted(len(found) for found in agents.values()) == [1, 1], "each worker ran a partition"
     assert all(found[0][1] for found in agents.values())
-    capital = ddf.aiforge.classify("Is {city} a capital?", labels=["yes", "no"], **SETTINGS)
-    answers = capital.compute()
+    monkeypatch.setattr(embedded, "_warned", False)  # a fresh client process
+    with pytest.warns(EmbeddedModelWarning) as caught:
+        capital = ddf.aiforge.classify("Is {city} a capital?", labels=["yes", "no"], **SETTINGS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmbeddedModelWarning)
+        answers = capital.compute()  # the workers stay quiet: the client warned for them
+    assert len(caught) == 1 and client.run(lambda: embedded._warned) == {w: True for w in agents}
     assert answers.index.tolist() == [10, 11, 12, 13] and set(answers) <= {"yes", "no"}
     assert job_summary(capital).failed == []
     assert client.run(loaded_agents) == agents

@@ -60,3 +60,10 @@ def test_a_typed_batch_on_another_provider_does_not_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", EmbeddedModelWarning)
         REVIEWS.aiforge.classify("Sentiment of: {review}", ["pos", "neg"], agent=agent)
+
+
+def test_the_warning_shows_as_one_line_without_a_path_or_a_source_line() -> None:
+    shown = warnings.formatwarning("use a real provider", EmbeddedModelWarning, "/tmp/ipykernel_1/2.py", 16, "x = 1")
+    assert shown == "EmbeddedModelWarning: use a real provider\n"
+    other = warnings.formatwarning("other", UserWarning, "/tmp/ipykernel_1/2.py", 16, "x = 1")
+    assert other.startswith("/tmp/ipykernel_1/2.py:16: UserWarning: other") and "x = 1" in other
