@@ -63,9 +63,9 @@ async def run_items(
     if options.estimate:
         return estimate_of(pricer_of(owner, spec), inputs, done, errors)
     shown = progress_enabled(owner.settings.PROGRESS_BAR) and inputs
-    progress = progress_bar(len(inputs)) if shown else None
-    if progress is not None and (errors or done):
-        progress.update(len(errors) + len(done))
+    # Kept and missing-value rows count from the first frame; items a budget skips never count (the bar then
+    # ends short of its total, "stopped", as the batch did).
+    progress = progress_bar(len(inputs), initial=len(errors) + len(done)) if shown else None
     run = BatchRun(
         inputs,
         lambda text: owner._arun_batch_item(text, output=spec, cache=cache),

@@ -119,8 +119,6 @@ class BatchRun:
             f"skipped: max_cost=${self.max_cost:g} would be passed (${self.spent:.4f} spent, "
             f"{len(self.in_flight)} in flight); run again with a larger max_cost to run it"
         )
-        if self.progress is not None:
-            self.progress.update(1)
         return False
 
     def _estimate(self, index: int) -> float:

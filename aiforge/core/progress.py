@@ -25,8 +25,12 @@ def progress_enabled(setting: bool) -> bool:
     return setting and flag in ("", "0", "false", "no")
 
 
-def progress_bar(total: int, desc: str = DESCRIPTION, unit: str = "item", leave: bool = False) -> Any:
-    """A tqdm bar over ``total`` items (``tqdm.auto`` picks the terminal or the notebook kind).
+def progress_bar(
+    total: int, desc: str = DESCRIPTION, unit: str = "item", leave: bool = False, initial: int = 0
+) -> Any:
+    """A tqdm bar over ``total`` items, ``initial`` of them done before it starts (``tqdm.auto``'s kind).
+
+    ``initial`` (items kept from an earlier run) shows from the first frame and stays out of the rate.
 
     The caller decided it is wanted (``progress_enabled``), so ``disable=False``: tqdm's own default is the
     ``TQDM_DISABLE`` of the moment it was imported.
@@ -37,8 +41,10 @@ def progress_bar(total: int, desc: str = DESCRIPTION, unit: str = "item", leave:
     # into every terminal run.
     notebook = sys.modules.get("tqdm.notebook")
     if notebook is not None and issubclass(tqdm, notebook.tqdm_notebook):
-        return _notebook_bar()(total=total, desc=desc, unit=unit, leave=leave, disable=False, display=False)
-    return tqdm(total=total, desc=desc, unit=unit, leave=leave, disable=False)
+        return _notebook_bar()(
+            total=total, desc=desc, unit=unit, leave=leave, initial=initial, disable=False, display=False
+        )
+    return tqdm(total=total, desc=desc, unit=unit, leave=leave, initial=initial, disable=False)
 
 
 @functools.cache

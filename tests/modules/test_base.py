@@ -201,6 +201,28 @@ def test_batch_progress_bar_follows_the_setting_and_tqdm_disable(monkeypatch: py
     assert bars == [2]
 
 
+def test_a_resumed_batch_bar_starts_at_the_rows_it_already_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tqdm.auto
+
+    starts: list[int] = []
+
+    class RecordingBar:
+        def __init__(self, total: int, initial: int = 0, **kwargs: Any) -> None:
+            starts.append(initial)
+
+        def update(self, n: int) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", RecordingBar)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    frame = pd.DataFrame({"review": ["good", None, "bad", None]})
+    agent_with().run_batch(frame, prompt="Review: {review}")
+    assert starts == [2]  # the two missing-value rows fail without a call: shown from the first frame
+
+
 # --- BatchResult of another module -----------------------------------------------------------------------------------
 
 

@@ -103,3 +103,26 @@ def test_an_estimate_leaves_out_what_a_checkpoint_already_holds(srv: LLMServer, 
 def test_an_unpriced_model_has_an_unknown_cost(srv: LLMServer) -> None:
     estimate = agent(srv, MODEL="my-finetune").estimate_batch(ITEMS[:2])
     assert estimate.cost is None and "unknown" in repr(estimate)
+
+
+def test_the_bar_counts_the_items_that_ran_not_those_a_budget_skipped(
+    srv: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tqdm.auto
+
+    counted: list[int] = []
+
+    class RecordingBar:
+        def __init__(self, total: int, initial: int = 0, **kwargs: object) -> None:
+            counted.append(initial)
+
+        def update(self, n: int) -> None:
+            counted[-1] += n
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", RecordingBar)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    batch = agent(srv).run_batch(ITEMS, concurrency=1, max_cost=3.5 * ITEM_COST)
+    assert batch.skipped and counted == [len(batch.results)]  # the bar ends short: "stopped", as the batch did
