@@ -17,8 +17,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
-from aiforge.core.config_file import CONFIG_ENV_VAR, YamlConfig, config_path, load_yaml
+from aiforge.core.config_file import CONFIG_ENV_VAR, config_path, load_yaml
 from aiforge.core.logs import register_secret
+from aiforge.core.setting_errors import json_environment_error, suggest, validation_error
 from aiforge.core.types import ConfigError
 
 ENV_PREFIX = "AIFORGE_"
@@ -186,24 +187,6 @@ class _YamlSource(PydanticBaseSettingsSource):
 # ---------------------------------------------------------------------------
 
 
-def _suggest(name: str) -> str:
-    close = difflib.get_close_matches(name.upper(), _FIELDS, n=1) or difflib.get_close_matches(name, _FIELDS, n=1)
-    return f" Did you mean {close[0]}?" if close else ""
-
-
-def _where(field: str, overrides: dict[str, Any], yaml_config: YamlConfig | None) -> str:
-    if field in overrides:
-        return f"keyword argument {field}="
-    env_names = [ENV_PREFIX + field, *([field] if field in _STANDARD_ENV else [])]
-    for env_name in env_names:
-        if env_name in os.environ:
-            return f"environment variable {env_name}"
-    if yaml_config is not None and field in yaml_config.values:
-        line = yaml_config.lines.get(field)
-        return f"{yaml_config.path}:{line}" if line else str(yaml_config.path)
-    return "settings"
-
-
 # aiforge's own environment variables that are not settings.
 _OTHER_ENV = frozenset({CONFIG_ENV_VAR, "AIFORGE_RESEARCH_BASE_URL"})
 # A misspelling is close: an unrelated AIFORGE_* variable (another tool's) is left alone.
@@ -272,38 +255,17 @@ def load_settings(**overrides: Any) -> AIForgeSettings:
         for name, value in yaml_config.values.items():
             if name not in _FIELDS:
                 line = yaml_config.lines.get(name)
-                raise ConfigError(f"unknown setting {name!r} in {yaml_config.path}:{line}.{_suggest(name)}")
+                raise ConfigError(f"unknown setting {name!r} in {yaml_config.path}:{line}.{suggest(name, _FIELDS)}")
             if name == "chat" and not isinstance(value, dict | None):
                 raise ConfigError(f"{yaml_config.path}:{yaml_config.lines.get(name)}: 'chat' must be a mapping")
     try:
         settings = AIForgeSettings(**overrides)
-    except SettingsError as exc:
-        # pydantic-settings could not decode a complex field from the environment (JSON).
-        names = [n for n in _JSON_FIELDS for env in (ENV_PREFIX + n,) if env in os.environ]
-        where = f"environment variable {ENV_PREFIX}{names[0]}" if names else "the environment"
-        example = '{"my-model": {"input": 1.0, "output": 2.0}}'
-        raise ConfigError(
-            f"invalid value in {where}: complex settings are read from the environment as JSON, "
-            f"e.g. AIFORGE_PRICES='{example}' ({type(exc).__name__})"
-        ) from None
+    except SettingsError:
+        raise json_environment_error(_JSON_FIELDS, ENV_PREFIX) from None
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = first.get("loc") or ("settings",)
-        field = str(loc[0])
-        if field not in _FIELDS and field.startswith(ENV_PREFIX):
-            field = field[len(ENV_PREFIX) :]
-        detail = ".".join(str(p) for p in loc)
-        if first.get("type") == "extra_forbidden":
-            section = getattr(AIForgeSettings.model_fields[field].annotation, "model_fields", None)
-            close = difflib.get_close_matches(detail.rsplit(".", 1)[-1], list(section or ()), n=1)
-            hint = f" Did you mean {field}.{close[0]}?" if close else _suggest(detail)
-            line = yaml_config.lines.get(detail) if yaml_config is not None else None
-            where = f" in {yaml_config.path}:{line}" if yaml_config is not None and line else ""
-            raise ConfigError(f"unknown setting {detail!r}{where}.{hint}") from None
-        where = _where(field, overrides, yaml_config)
-        # Never echo the rejected value: it may be a key.
-        raise ConfigError(
-            f"invalid value for {detail} ({where}): {first.get('msg')}", setting=field, problem=str(first.get("msg"))
+        fields = AIForgeSettings.model_fields
+        raise validation_error(
+            exc, fields, overrides, yaml_config, prefix=ENV_PREFIX, standard_env=_STANDARD_ENV
         ) from None
     for secret in settings.secrets():
         register_secret(secret)

@@ -14,16 +14,8 @@ from pydantic import BaseModel, Field
 from aiforge.core.output import OutputSpec
 from aiforge.core.types import Message, ToolSpec
 from aiforge.providers.local.engine import available_cores, default_threads, model_name_for, shared_engine
-from aiforge.providers.local.protocol import (
-    ANSWER_SCHEMA,
-    AnswerStream,
-    JsonAnswerStream,
-    chat_messages,
-    parse_reply,
-    repeats_a_call,
-    reply_schema,
-    tool_instructions,
-)
+from aiforge.providers.local.protocol import ANSWER_SCHEMA, chat_messages, reply_schema, tool_instructions
+from aiforge.providers.local.reply import AnswerStream, JsonAnswerStream, parse_reply, repeats_a_call
 from aiforge.providers.local.structured import GRAMMAR_MAX_CHARS, GRAMMAR_MAX_ITEMS
 
 CALCULATOR: ToolSpec = {

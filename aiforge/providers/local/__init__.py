@@ -14,8 +14,8 @@ Nothing here imports ``xllamacpp`` until a model is loaded.
 """
 
 from aiforge.providers.local.engine import SLOTS, LocalEngine, shared_engine
-from aiforge.providers.local.protocol import AnswerStream, JsonAnswerStream, parse_reply
 from aiforge.providers.local.provider import DEFAULT_MAX_TOKENS, LocalProvider
+from aiforge.providers.local.reply import AnswerStream, JsonAnswerStream, parse_reply
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",

@@ -41,15 +41,8 @@ from aiforge.providers.local.placeholders import (
     forbid_placeholders,
     user_text,
 )
-from aiforge.providers.local.protocol import (
-    ANSWER_SCHEMA,
-    AnswerStream,
-    JsonAnswerStream,
-    chat_messages,
-    parse_reply,
-    reply_problem,
-    reply_schema,
-)
+from aiforge.providers.local.protocol import ANSWER_SCHEMA, chat_messages, reply_schema
+from aiforge.providers.local.reply import AnswerStream, JsonAnswerStream, parse_reply, reply_problem
 from aiforge.providers.local.tool_gate import relevant_tools
 from aiforge.providers.local.weights import resolve_model_path, warn_if_model_is_not_loaded
 
