@@ -21,6 +21,7 @@ from aiforge.core.costs import CostTracker
 from aiforge.core.types import CallParams, ProviderError, RateLimitError
 from aiforge.modules.base import BaseModule, BatchResult, MissingValueError
 from aiforge.providers.scripted import ScriptedProvider
+from tests.support.bars import record_bars
 
 
 class CountingProvider(ScriptedProvider):
@@ -177,50 +178,21 @@ def test_batch_has_an_html_repr(batch: BatchResult) -> None:
 
 
 def test_batch_progress_bar_follows_the_setting_and_tqdm_disable(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tqdm.auto
-
-    bars: list[int] = []
-
-    class RecordingBar:
-        def __init__(self, total: int, **kwargs: Any) -> None:
-            bars.append(total)
-
-        def update(self, n: int) -> None:
-            pass
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(tqdm.auto, "tqdm", RecordingBar)
-    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    bars = record_bars(monkeypatch)
     agent_with().run_batch(["a", "b"])
-    assert bars == [2]
+    assert [bar.total for bar in bars] == [2]
     agent_with(PROGRESS_BAR=False).run_batch(["a", "b"])
     monkeypatch.setenv("TQDM_DISABLE", "1")
     agent_with().run_batch(["a", "b"])
-    assert bars == [2]
+    assert [bar.total for bar in bars] == [2]
 
 
 def test_a_resumed_batch_bar_starts_at_the_rows_it_already_has(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tqdm.auto
-
-    starts: list[int] = []
-
-    class RecordingBar:
-        def __init__(self, total: int, initial: int = 0, **kwargs: Any) -> None:
-            starts.append(initial)
-
-        def update(self, n: int) -> None:
-            pass
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(tqdm.auto, "tqdm", RecordingBar)
-    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    bars = record_bars(monkeypatch)
     frame = pd.DataFrame({"review": ["good", None, "bad", None]})
     agent_with().run_batch(frame, prompt="Review: {review}")
-    assert starts == [2]  # the two missing-value rows fail without a call: shown from the first frame
+    # The two missing-value rows fail without a call: shown from the first frame, then the two that ran.
+    assert [(bar.initial, bar.counted) for bar in bars] == [(2, 4)]
 
 
 # --- BatchResult of another module -----------------------------------------------------------------------------------

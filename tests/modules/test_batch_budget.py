@@ -15,6 +15,7 @@ from aiforge.core.pricing import lookup_price
 from aiforge.core.tokens import CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS
 from aiforge.core.types import Usage
 from aiforge.providers.scripted import ScriptedProvider
+from tests.support.bars import record_bars
 from tests.support.llm_server import LLMServer, Reply
 
 ITEMS = [f"review number {i}: the product was fine" for i in range(20)]
@@ -108,21 +109,7 @@ def test_an_unpriced_model_has_an_unknown_cost(srv: LLMServer) -> None:
 def test_the_bar_counts_the_items_that_ran_not_those_a_budget_skipped(
     srv: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tqdm.auto
-
-    counted: list[int] = []
-
-    class RecordingBar:
-        def __init__(self, total: int, initial: int = 0, **kwargs: object) -> None:
-            counted.append(initial)
-
-        def update(self, n: int) -> None:
-            counted[-1] += n
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(tqdm.auto, "tqdm", RecordingBar)
-    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    bars = record_bars(monkeypatch)
     batch = agent(srv).run_batch(ITEMS, concurrency=1, max_cost=3.5 * ITEM_COST)
-    assert batch.skipped and counted == [len(batch.results)]  # the bar ends short: "stopped", as the batch did
+    # The bar ends short of its total ("stopped"), as the batch did.
+    assert batch.skipped and [(bar.total, bar.counted) for bar in bars] == [(len(ITEMS), len(batch.results))]
