@@ -15,7 +15,7 @@ from aiforge.core.types import Usage
 from aiforge.modules.batch.estimate import BatchEstimate
 from aiforge.modules.batch.results import BudgetExceededError
 from aiforge.providers.scripted import ScriptedProvider
-from tests.support.llm_server import LLMServer, Reply
+from fakellm import LLMServer, Reply
 
 ITEMS = [f"review number {i}: the product was fine" for i in range(20)]
 PRICE = lookup_price("gpt-4o-mini")
