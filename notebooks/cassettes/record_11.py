@@ -1,4 +1,4 @@
-"""Record ``11_sessions_and_logs.jsonl`` against aiforge's local test server standing in for OpenAI.
+"""Record ``11_sessions_and_logs.jsonl`` against the repository's fake server (``fakellm``) standing in for OpenAI.
 
     python notebooks/cassettes/record_11.py     # from the repository root; then refresh the notebook's outputs
 
