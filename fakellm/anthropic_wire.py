@@ -38,6 +38,7 @@ _ANTHROPIC_ERROR_TYPES = {
 }
 
 
+# --------------------------------------------------------------------------- strict validation
 # Messages mimic the real APIs' wording so tests can match on the same substrings.
 
 

@@ -116,7 +116,7 @@ def _validate_openai(body: dict) -> None:
 
 # --------------------------------------------------------------------------- structured output checks
 # OpenAI strict mode accepts a documented subset of JSON Schema (Structured Outputs guide, "Supported
-# schemas"); Anthropic's subset is the one its SDK's transform_schema() produces.
+# schemas").
 
 _OPENAI_STRICT_KEYWORDS = frozenset(
     "type properties required additionalProperties items anyOf enum const $ref $defs description title "
