@@ -3,7 +3,7 @@
     python -m bench.fake_server --latency 0.1
     python -m bench.fake_server --tool-args '{"city": "Paris"}' --reply "It is sunny."
 
-Wraps ``tests.support.llm_server.LLMServer`` (unchanged) and adds the reply policy the
+Wraps ``fakellm.LLMServer`` (unchanged) and adds the reply policy the
 benchmarks need: a structured-output request (``response_format`` json_schema, Anthropic
 ``output_config``) gets a small valid answer of its schema; a request that forces one function
 (instructor's tool mode) gets a call of it with valid arguments; a request that offers tools
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.support.llm_server import LLMServer, RecordedRequest, Reply, ToolCallSpec, sample_output  # noqa: E402
+from fakellm import LLMServer, RecordedRequest, Reply, ToolCallSpec, sample_output  # noqa: E402
 
 
 def reply_policy(reply: str | None, tool_args: dict[str, Any]) -> Any:

@@ -8,7 +8,7 @@ to 1 s on both sides (``pacing.WINDOW`` and the server's ``rate_window``): the s
 from __future__ import annotations
 
 from bench.common import Row
-from tests.support.llm_server import LLMServer
+from fakellm import LLMServer
 
 GROUP = "ratelimit"
 N = 40

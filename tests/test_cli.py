@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from aiforge.cli import main
-from tests.support.llm_server import LLMServer
+from fakellm import LLMServer
 
 
 def run(*argv: str) -> tuple[int, str]:

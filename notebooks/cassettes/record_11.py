@@ -1,4 +1,4 @@
-"""Record ``11_sessions_and_logs.jsonl`` against aiforge's local test server standing in for OpenAI.
+"""Record ``11_sessions_and_logs.jsonl`` against the repository's fake server (``fakellm``) standing in for OpenAI.
 
     python notebooks/cassettes/record_11.py     # from the repository root; then refresh the notebook's outputs
 
@@ -19,7 +19,7 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.llm_server import LLMServer, Reply  # noqa: E402
+from fakellm import LLMServer, Reply  # noqa: E402
 
 NOTEBOOK = ROOT / "notebooks" / "11_sessions_and_logs.ipynb"
 CASSETTE = ROOT / "notebooks" / "cassettes" / "11_sessions_and_logs.jsonl"

@@ -339,7 +339,7 @@ def test_validate_never_raises_anything_but_output_validation_error(text: str) -
 @pytest.mark.parametrize("output", [Review, Node, Person, Point, list[str], Literal["x", "y"], Color, StrictEvent])
 def test_strict_schema_is_accepted_by_a_strict_openai_server_and_its_sample_validates(output: Any) -> None:
     openai = pytest.importorskip("openai")
-    from tests.support.llm_server import LLMServer, Reply, sample_output
+    from fakellm import LLMServer, Reply, sample_output
 
     spec = OutputSpec.of(output)
     strict = spec.strict_schema()

@@ -20,7 +20,7 @@ from aiforge import ChatAgent
 from aiforge.core.types import UsageError
 from aiforge.modules.base import BatchResult
 from aiforge.providers.scripted import ScriptedProvider
-from tests.support.llm_server import LLMServer, Reply, sample_output
+from fakellm import LLMServer, Reply, sample_output
 
 DATA = Path(__file__).parents[1] / "data"
 REVIEWS = pd.read_csv(DATA / "reviews.csv", index_col="id").head(6)

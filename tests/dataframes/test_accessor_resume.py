@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel
 
 from aiforge.batch.runner import BatchInterrupted
-from tests.support.llm_server import Fault, LLMServer, RecordedRequest, Reply
+from fakellm import Fault, LLMServer, RecordedRequest, Reply
 
 KEY = "sk-test-key-never-stored-0123456789"
 ROWS = 20

@@ -24,7 +24,7 @@ from distributed import Client, LocalCluster  # noqa: E402
 import aiforge  # noqa: E402,F401 - registers the accessors
 from aiforge import ChatAgent  # noqa: E402
 from aiforge.dataframes.dask_accessor import JobSummary, job_summary  # noqa: E402
-from tests.support.llm_server import LLMServer, RecordedRequest, Reply  # noqa: E402
+from fakellm import LLMServer, RecordedRequest, Reply  # noqa: E402
 
 KEY = "sk-dask-secret-0123456789"
 LABELS = ["pos", "neg", "neutral"]

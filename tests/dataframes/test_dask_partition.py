@@ -14,7 +14,7 @@ import pytest
 import aiforge  # noqa: F401 - registers the accessor
 from aiforge import ChatAgent
 from aiforge.dataframes.partition import PartitionSpec, partition_columns, process_agent
-from tests.support.llm_server import LLMServer, RecordedRequest, Reply
+from fakellm import LLMServer, RecordedRequest, Reply
 
 KEY = "sk-partition-secret-42"
 

@@ -15,8 +15,8 @@ from aiforge.core.pricing import lookup_price
 from aiforge.core.tokens import CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS
 from aiforge.core.types import Usage
 from aiforge.providers.scripted import ScriptedProvider
+from fakellm import LLMServer, Reply
 from tests.support.bars import record_bars
-from tests.support.llm_server import LLMServer, Reply
 
 ITEMS = [f"review number {i}: the product was fine" for i in range(20)]
 PRICE = lookup_price("gpt-4o-mini")

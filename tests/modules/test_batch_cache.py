@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from aiforge import ChatAgent
 from aiforge.core.output import OutputRefusedError
 from aiforge.core.types import ConfigError
-from tests.support.llm_server import Fault, LLMServer, Reply, ToolCallSpec
+from fakellm import Fault, LLMServer, Reply, ToolCallSpec
 
 KEY = "sk-test-key-never-stored-0123456789"
 ITEMS = [f"question {i}" for i in range(6)]

@@ -19,7 +19,7 @@ from aiforge import ChatAgent
 from aiforge.batch.runner import BatchInterrupted
 from aiforge.core.types import Interrupted
 from aiforge.store import CheckpointMismatchError
-from tests.support.llm_server import Fault, LLMServer, RecordedRequest, Reply
+from fakellm import Fault, LLMServer, RecordedRequest, Reply
 
 KEY = "sk-test-key-never-stored-0123456789"
 ITEMS = [f"row {i}" for i in range(20)]

@@ -16,7 +16,7 @@ import pytest
 from aiforge.core.settings import load_settings
 from aiforge.core.types import CallParams, Completion, Message
 from aiforge.providers.base import Provider
-from tests.support.llm_server import LLMServer
+from fakellm import LLMServer
 
 SECRET = "sk-test-SECRET"
 HELLO: list[Message] = [{"role": "user", "content": "hello"}]

@@ -16,8 +16,8 @@ from aiforge.core.types import (
     Message,
     ProviderError,
 )
+from fakellm import LLMServer, Reply, ToolCallSpec
 from tests.providers.conftest import ANTHROPIC, HELLO, SECRET, WEATHER_TOOL, WireProtocol
-from tests.support.llm_server import LLMServer, Reply, ToolCallSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

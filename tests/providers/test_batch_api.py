@@ -16,7 +16,7 @@ from aiforge import ChatAgent
 from aiforge.batch.batch_api import BatchJob, BatchLimits, ItemNotRunError, JobNotFinishedError
 from aiforge.core.types import BadRequestError, ProviderError
 from aiforge.store import CheckpointMismatchError
-from tests.support.llm_server import Fault, LLMServer, Reply
+from fakellm import Fault, LLMServer, Reply
 
 KEYS = {"openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
 

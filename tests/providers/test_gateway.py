@@ -12,7 +12,7 @@ from aiforge.core.types import AuthenticationError, CallParams, Completion, Conf
 from aiforge.providers import create_provider
 from aiforge.providers.gateway import GatewayProvider
 from aiforge.providers.sdk import PLACEHOLDER_KEY
-from tests.support.llm_server import Fault, LLMServer, Reply
+from fakellm import Fault, LLMServer, Reply
 
 SECRET = "gw-test-SECRET"
 HELLO: list[Message] = [{"role": "user", "content": "hello"}]

@@ -9,7 +9,7 @@ from aiforge.core.settings import load_settings
 from aiforge.providers import create_provider, resolve_provider_name
 from aiforge.providers.local_servers import ollama_base_url
 from aiforge.providers.sdk import PLACEHOLDER_KEY
-from tests.support.llm_server import LLMServer, Reply
+from fakellm import LLMServer, Reply
 
 URL_SETTINGS = {
     "ollama": ("OLLAMA_HOST", "http://127.0.0.1:11434/v1"),

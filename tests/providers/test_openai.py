@@ -15,8 +15,8 @@ from aiforge.core.types import (
     ProviderError,
 )
 from aiforge.providers.openai import OpenAIProvider
+from fakellm import LLMServer, Reply, ToolCallSpec
 from tests.providers.conftest import HELLO, OPENAI, SECRET, WEATHER_TOOL, WireProtocol
-from tests.support.llm_server import LLMServer, Reply, ToolCallSpec
 
 PARAMS = CallParams(model="gpt-4o-mini")
 

@@ -17,8 +17,8 @@ import pytest
 
 from aiforge import ChatAgent
 from aiforge.providers import pacing
+from fakellm import LLMServer, Reply
 from tests.providers.conftest import ANTHROPIC, OPENAI, SECRET, WireProtocol
-from tests.support.llm_server import LLMServer, Reply
 
 WINDOW = 0.5
 N = 20  # requests per window

@@ -29,8 +29,8 @@ from aiforge.core.types import (
     ProviderError,
     RateLimitError,
 )
+from fakellm import Fault, LLMServer, Reply, ToolCallSpec
 from tests.providers.conftest import HELLO, SECRET, WEATHER_TOOL
-from tests.support.llm_server import Fault, LLMServer, Reply, ToolCallSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,8 +17,8 @@ from pydantic import BaseModel
 from aiforge.core.output import OutputSpec
 from aiforge.core.types import BadRequestError, CallParams, Completion, Message
 from aiforge.providers.base import Provider
+from fakellm import Fault, LLMServer, Reply, ToolCallSpec, sample_output
 from tests.providers.conftest import ANTHROPIC, GATEWAY, HELLO, OPENAI, WEATHER_TOOL, WireProtocol
-from tests.support.llm_server import Fault, LLMServer, Reply, ToolCallSpec, sample_output
 
 
 class Address(BaseModel):

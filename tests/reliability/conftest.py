@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from aiforge import ChatAgent
-from tests.support.llm_server import LLMServer, RecordedRequest
+from fakellm import LLMServer, RecordedRequest
 
 KEY = "sk-test-SECRET"
 """The API key every wire agent of this suite uses; it must never show up anywhere."""

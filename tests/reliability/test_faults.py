@@ -25,9 +25,9 @@ from aiforge.core.types import (
     ProviderError,
     RateLimitError,
 )
+from fakellm import Fault, LLMServer, Reply, ToolCallSpec
 from tests.modules.chat.checks import assert_valid_history
 from tests.reliability.conftest import KEY, client_sockets, client_threads, make_agent, rejected, within
-from tests.support.llm_server import Fault, LLMServer, Reply, ToolCallSpec
 
 
 def full_text(error: BaseException) -> str:

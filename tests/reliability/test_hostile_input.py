@@ -29,9 +29,9 @@ from aiforge.core.types import AIForgeError, ConfigError
 from aiforge.jupyter.interpolation import interpolate
 from aiforge.providers.scripted import ScriptedProvider
 from aiforge.tools import calculator
+from fakellm import LLMServer, Reply, ToolCallSpec
 from tests.modules.chat.checks import assert_valid_history
 from tests.reliability.conftest import KEY, make_agent, rejected, tool_results_of, within
-from tests.support.llm_server import LLMServer, Reply, ToolCallSpec
 
 BOUNDED = settings(
     max_examples=40,

@@ -25,9 +25,9 @@ from langchain_core.tools import StructuredTool
 
 from aiforge import ChatAgent
 from aiforge.core.aio import run_sync
+from fakellm import LLMServer, Reply, ToolCallSpec
 from tests.modules.chat.checks import assert_valid_history
 from tests.reliability.conftest import make_agent, rejected, sigint_when, within
-from tests.support.llm_server import LLMServer, Reply, ToolCallSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 PHASES = ("model", "tool", "stream")

@@ -28,8 +28,8 @@ from aiforge.core.logs import LOGGERS
 from aiforge.core.settings import load_settings
 from aiforge.core.types import AIForgeError, AuthenticationError
 from aiforge.jupyter.panel import ChatPanel
+from fakellm import Fault, LLMServer, RecordedRequest, Reply, ToolCallSpec
 from tests.reliability.conftest import KEY, PROTOCOLS, make_agent
-from tests.support.llm_server import Fault, LLMServer, RecordedRequest, Reply, ToolCallSpec
 
 ECHOED = f"Incorrect API key provided: {KEY}. You can find your API key at https://example.invalid."
 

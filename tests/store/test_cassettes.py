@@ -9,7 +9,7 @@ import pytest
 
 from aiforge import ChatAgent
 from aiforge.store.cassettes import ReplayMismatchError
-from tests.support.llm_server import LLMServer, Reply
+from fakellm import LLMServer, Reply
 
 KEYS = {
     "openai": ("OPENAI_API_KEY", "sk-cassette-secret-1234"),

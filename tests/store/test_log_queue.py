@@ -18,7 +18,7 @@ from aiforge import ChatAgent
 from aiforge.providers import pacing
 from aiforge.store import Store
 from aiforge.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
-from tests.support.llm_server import LLMServer
+from fakellm import LLMServer
 
 DELAY = 0.05
 """The server's answer time: the same for every request."""

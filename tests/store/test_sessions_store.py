@@ -44,7 +44,7 @@ def test_the_default_store_is_in_the_user_data_directory(monkeypatch: pytest.Mon
 
 
 def test_no_key_reaches_the_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from tests.support.llm_server import LLMServer
+    from fakellm import LLMServer
 
     secret = "sk-never-stored-0123456789"
     with LLMServer() as server:

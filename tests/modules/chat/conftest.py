@@ -9,7 +9,7 @@ import pytest
 from langchain_core.tools import StructuredTool
 
 from aiforge import ChatAgent
-from tests.support.llm_server import LLMServer
+from fakellm import LLMServer
 
 
 def calculate(expression: str) -> str:

@@ -18,7 +18,7 @@ from aiforge.core.types import CallParams, Completion, Message, ProviderError, T
 from aiforge.providers.base import Provider
 from aiforge.store.access import store_of
 from aiforge.store.sessions import Sessions
-from tests.support.llm_server import LLMServer, Reply
+from fakellm import LLMServer, Reply
 
 ROOT = Path(__file__).resolve().parents[3]
 

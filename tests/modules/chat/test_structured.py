@@ -13,9 +13,9 @@ from typing_extensions import TypedDict
 from aiforge import ChatAgent, OutputRefusedError, OutputValidationError
 from aiforge.core.output import OutputSpec
 from aiforge.providers.scripted import ScriptedProvider, refusal, structured, tool_call
+from fakellm import LLMServer, Reply, ToolCallSpec
 from tests.modules.chat.checks import assert_valid_history
 from tests.modules.chat.conftest import WireAgent
-from tests.support.llm_server import LLMServer, Reply, ToolCallSpec
 
 
 class Review(BaseModel):

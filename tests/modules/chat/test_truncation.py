@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aiforge.core.aio import run_sync
 from aiforge.core.render import truncation_note
+from fakellm import LLMServer, Reply
 from tests.modules.chat.conftest import WireAgent, make_wire_agent
-from tests.support.llm_server import LLMServer, Reply
 
 
 async def _streamed(agent, message: str):  # noqa: ANN001, ANN202
@@ -46,7 +46,7 @@ def test_a_batch_has_a_truncated_column(srv: LLMServer, wire_agent: WireAgent) -
 
 
 def test_only_the_final_call_counts(srv: LLMServer, wire_agent: WireAgent, calc_tool) -> None:  # noqa: ANN001
-    from tests.support.llm_server import ToolCallSpec
+    from fakellm import ToolCallSpec
 
     srv.enqueue(Reply(tool_calls=[ToolCallSpec("calculator", {"expression": "2+2"})]), Reply("4"))
     response = wire_agent(tools=[calc_tool]).chat("2+2?")

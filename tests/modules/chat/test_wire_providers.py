@@ -9,9 +9,9 @@ import pytest
 
 from aiforge import ChatAgent
 from aiforge.core.types import ProviderError, RateLimitError
+from fakellm import Fault, LLMServer, RecordedRequest, Reply, ToolCallSpec
 from tests.modules.chat.checks import assert_valid_history
 from tests.modules.chat.conftest import make_wire_agent
-from tests.support.llm_server import Fault, LLMServer, RecordedRequest, Reply, ToolCallSpec
 
 SUMMARIZER = "You write faithful, compact conversation summaries."
 

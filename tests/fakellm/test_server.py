@@ -1,4 +1,4 @@
-"""Drive tests/support/llm_server.py with the real openai / anthropic SDKs."""
+"""Drive fakellm (the fake OpenAI / Anthropic server) with the real openai / anthropic SDKs."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import openai
 import pydantic
 import pytest
 
-from tests.support.llm_server import Fault, LLMServer, Reply, ToolCallSpec, sample_output
+from fakellm import Fault, LLMServer, Reply, ToolCallSpec, sample_output
 
 USER = [{"role": "user", "content": "What is the capital of France?"}]
 WEATHER_TOOL = {

@@ -9,7 +9,7 @@ import anthropic
 import openai
 import pytest
 
-from tests.support.llm_server import Fault, LLMServer, Reply
+from fakellm import Fault, LLMServer, Reply
 
 
 @pytest.fixture
