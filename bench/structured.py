@@ -152,7 +152,8 @@ def wire_rows(quick: bool) -> list[Row]:
     with ServerProcess() as server:
         url = server.openai_base_url
         contenders = [Contender("raw async", raw_async(url, rows), check=_has_all_rows(n))]
-        for name, factory in (("aiforge", aiforge_map), ("instructor", instructor_async), ("langchain", langchain_batch)):
+        peers = (("aiforge", aiforge_map), ("instructor", instructor_async), ("langchain", langchain_batch))
+        for name, factory in peers:
             try:
                 contenders.append(Contender(name, factory(url, rows), check=_has_all_rows(n)))
             except Exception as exc:  # noqa: BLE001 - a contender that cannot be built is reported, not fatal
@@ -163,10 +164,14 @@ def wire_rows(quick: bool) -> list[Row]:
     per_row = {name: t.diff(name, "raw async") for name in ("aiforge", "instructor", "langchain") if t.ok(name)}
     label = f"per-row overhead over raw AsyncOpenAI + json_schema ({n} rows, concurrency {CONCURRENCY})"
     out: list[Row] = [
-        Row(GROUP, f"raw AsyncOpenAI, {n} rows (baseline)", _per_row(t.stat("raw async"), n) if t.ok("raw async") else "n/a")
+        Row(
+            GROUP, f"raw AsyncOpenAI, {n} rows (baseline)",
+            _per_row(t.stat("raw async"), n) if t.ok("raw async") else "n/a",
+        )
     ]
     if "aiforge" not in per_row:
-        out.append(Row(GROUP, label, f"error: {t.errors.get('aiforge', 'not measured')}", target="<= faster peer", passed=False))
+        error = f"error: {t.errors.get('aiforge', 'not measured')}"
+        out.append(Row(GROUP, label, error, target="<= faster peer", passed=False))
     else:
         peers_measured = {k: v for k, v in per_row.items() if k != "aiforge"}
         best = min(peers_measured, key=lambda k: peers_measured[k].median) if peers_measured else None
