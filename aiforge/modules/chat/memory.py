@@ -13,9 +13,9 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from aiforge.core.types import Message
+from aiforge.core.types import Message, TraceRecord
 from aiforge.modules.chat.prompts import SUMMARIZE_MEMORY_PROMPT
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class Conversation:
 
 
 async def apply_memory(
-    conversation: Conversation, history: list[Message], *, mode: str, k: int, turn: Turn, trace: list[dict[str, Any]]
+    conversation: Conversation, history: list[Message], *, mode: str, k: int, turn: Turn, trace: list[TraceRecord]
 ) -> list[Message]:
     """The history to keep after a turn: trimmed to ``k`` units (buffer), or older units summarised (summary).
 
@@ -153,7 +153,7 @@ async def apply_memory(
     return recent
 
 
-async def _summarize(previous: str | None, older: list[Message], turn: Turn, trace: list[dict[str, Any]]) -> str:
+async def _summarize(previous: str | None, older: list[Message], turn: Turn, trace: list[TraceRecord]) -> str:
     started = time.perf_counter()
     prompt = SUMMARIZE_MEMORY_PROMPT.format(
         max_words=SUMMARY_MAX_WORDS,
