@@ -110,9 +110,9 @@ class ScriptedProvider(Provider):
     """Replies from a script, deterministically; records every call."""
 
     name: ClassVar[str] = "scripted"
-    supports_native_tools: ClassVar[bool] = True
+    supports_native_tools = True
     supports_streaming: ClassVar[bool] = True
-    free: ClassVar[bool] = True
+    free = True
     structured_output: ClassVar[StructuredOutputMode] = "scripted"
 
     def __init__(
