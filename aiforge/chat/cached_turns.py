@@ -18,19 +18,19 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from aiforge.chat.structured import TurnOutcome
 from aiforge.core.output import OutputSpec
 from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
-from aiforge.core.types import Message
+from aiforge.core.types import Message, TraceRecord
 from aiforge.store import ResponseCache, reply_fingerprint
 from aiforge.store.fingerprint import numbered_tool_ids
 
 if TYPE_CHECKING:
     from aiforge.chat.runtime import AgentRuntime
 
-CACHE_STEP = "cache"
+CACHE_STEP: Final = "cache"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,7 @@ class CachedTurn:
         trace = outcome.trace
         if outcome.tool_results or any(
             r.get("stopped_by_limit") or r.get("refusal") is not None
-            or r.get("finish_reason") in TOKEN_LIMIT_FINISH_REASONS or r.get("truncated") or _unfinished(r)
+            or r.get("finish_reason") in TOKEN_LIMIT_FINISH_REASONS or _unfinished(r)
             for r in trace
         ):
             return
@@ -85,7 +85,7 @@ class CachedTurn:
         self.cache.put(self.key, payload, cost=cost)
 
 
-def _unfinished(record: dict[str, Any]) -> bool:
+def _unfinished(record: TraceRecord) -> bool:
     """True for a model call of the reply that did not say why it ended: it may be cut short (a broken stream)."""
     return record.get("step") == "model" and record.get("node") != "summary" and record.get("finish_reason") is None
 
@@ -125,7 +125,7 @@ def lookup(
     return CachedTurn(cache, key, outcome)
 
 
-def cache_marks(trace: list[dict[str, Any]]) -> dict[str, Any]:
+def cache_marks(trace: list[TraceRecord]) -> dict[str, Any]:
     """``ChatResponse`` fields of a turn served from the cache (none for a turn that ran)."""
     if trace and trace[0]["step"] == CACHE_STEP:
         return {"cached": True, "cached_cost": trace[0]["cached_cost"]}

@@ -15,23 +15,46 @@ from langchain_core.runnables import RunnableConfig
 
 from aiforge.chat.prompts import TOOL_LIMIT_MESSAGE, TOOL_LIMIT_RESULT
 from aiforge.chat.runtime import Turn
-from aiforge.core.types import Completion, ToolCall
+from aiforge.core.types import Completion, Message, ToolCall, ToolResult, TraceRecord
 
 if TYPE_CHECKING:
     from langgraph.types import Command
 
 
 class ChatAgentState(TypedDict):
-    messages: list[dict[str, Any]]  # conversation history sent to the model
+    messages: list[Message]  # conversation history sent to the model
     current_input: str  # current user message
     tool_calls: list[ToolCall]  # pending tool invocations
-    tool_results: Annotated[list[dict[str, Any]], operator.add]  # accumulated tool results
+    tool_results: Annotated[list[ToolResult], operator.add]  # accumulated tool results
     iteration: int  # tool-loop counter
     max_tool_iterations: int  # safety cap
-    trace: Annotated[list[dict[str, Any]], operator.add]  # execution trace log
+    trace: Annotated[list[TraceRecord], operator.add]  # execution trace log
     total_input_tokens: Annotated[int, operator.add]  # the turn's model steps; ChatResponse reads them
     total_output_tokens: Annotated[int, operator.add]
     model: str
+
+
+def turn_state(
+    messages: list[Message], *, current_input: str, max_tool_iterations: int, model: str, iteration: int = 0
+) -> ChatAgentState:
+    """The state a graph run starts from: ``messages`` to send, nothing produced yet.
+
+    The one place a state is made: a turn's first run (``iteration`` 0), and the run that retries an
+    answer that did not validate (the turn's ``iteration`` so far: the tool budget is the turn's).
+    The summed channels (``_ADDED``) start empty, so each run's final state holds that run's alone.
+    """
+    return {
+        "messages": messages,
+        "current_input": current_input,
+        "tool_calls": [],
+        "tool_results": [],
+        "iteration": iteration,
+        "max_tool_iterations": max_tool_iterations,
+        "trace": [],
+        "total_input_tokens": 0,
+        "total_output_tokens": 0,
+        "model": model,
+    }
 
 
 def _turn(config: RunnableConfig) -> Turn:
@@ -39,8 +62,8 @@ def _turn(config: RunnableConfig) -> Turn:
     return turn
 
 
-def _assistant_message(completion: Completion) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": completion.text}
+def _assistant_message(completion: Completion) -> Message:
+    message: Message = {"role": "assistant", "content": completion.text}
     if completion.tool_calls:
         message["tool_calls"] = completion.tool_calls
     return message
@@ -55,7 +78,7 @@ async def _model_step(state: ChatAgentState, config: RunnableConfig, node: str) 
     from langgraph.types import Command  # loaded with the graph, not at ``import aiforge``
 
     turn = _turn(config)
-    completion, record = await turn.call_model(state["messages"], node)  # type: ignore[arg-type]
+    completion, record = await turn.call_model(state["messages"], node)
     messages = [*state["messages"], _assistant_message(completion)]
     pending = completion.tool_calls
     if node == "process_result" and pending and state["iteration"] >= state["max_tool_iterations"]:
@@ -105,11 +128,13 @@ async def execute_tool(state: ChatAgentState, config: RunnableConfig) -> dict[st
     else:
         outcomes = await asyncio.gather(*(toolset.execute(c) for c in calls))
     messages = list(state["messages"])
-    results = []
-    trace = []
+    results: list[ToolResult] = []
+    trace: list[TraceRecord] = []
     for call, (output, error, record) in zip(calls, outcomes, strict=True):
         messages.append({"role": "tool", "tool_call_id": call["id"], "name": call["name"], "content": output})
-        result = {"id": call["id"], "tool": call["name"], "input": call["arguments"], "output": output, "error": error}
+        result: ToolResult = {
+            "id": call["id"], "tool": call["name"], "input": call["arguments"], "output": output, "error": error
+        }
         results.append(result)
         turn.emit_tool(result)
         trace.append(record)
@@ -138,7 +163,7 @@ _ADDED = ("tool_results", "trace", "total_input_tokens", "total_output_tokens")
 """The state's channels with an ``operator.add`` reducer (see ``ChatAgentState``)."""
 
 
-async def run_graph(graph: Any, state: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+async def run_graph(graph: Any, state: ChatAgentState, config: dict[str, Any]) -> ChatAgentState:
     """One run of the chat graph over ``state``: its final state.
 
     A turn that offers the model no tools is one model step, so ``route`` runs directly, without
@@ -148,14 +173,14 @@ async def run_graph(graph: Any, state: dict[str, Any], config: dict[str, Any]) -
     """
     run_config = cast(RunnableConfig, config)
     if _turn(run_config).runtime.toolset.specs:
-        return cast(dict[str, Any], await graph.ainvoke(state, config))
-    command = await route(cast(ChatAgentState, state), run_config)
-    final = dict(state)
+        return cast(ChatAgentState, await graph.ainvoke(state, config))
+    command = await route(state, run_config)
+    final: dict[str, Any] = dict(state)
     for key, value in cast(dict[str, Any], command.update).items():
         final[key] = final[key] + value if key in _ADDED else value
     if command.goto == "__end__":
-        return final
-    return cast(dict[str, Any], await _from_tools().ainvoke(final, config))
+        return cast(ChatAgentState, final)
+    return cast(ChatAgentState, await _from_tools().ainvoke(final, config))
 
 
 _compiled: Any = None

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiforge.chat.prompts import SUMMARIZE_MEMORY_PROMPT, SUMMARY_PREFIX
-from aiforge.core.types import Message
+from aiforge.core.types import Message, TraceRecord
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -133,7 +133,7 @@ class Conversation:
 
 
 async def apply_memory(
-    conversation: Conversation, history: list[Message], *, mode: str, k: int, turn: Turn, trace: list[dict[str, Any]]
+    conversation: Conversation, history: list[Message], *, mode: str, k: int, turn: Turn, trace: list[TraceRecord]
 ) -> list[Message]:
     """The history to keep after a turn: trimmed to ``k`` units (buffer), or older units summarised (summary).
 
@@ -155,7 +155,7 @@ async def apply_memory(
     return recent
 
 
-async def _summarize(previous: str | None, older: list[Message], turn: Turn, trace: list[dict[str, Any]]) -> str:
+async def _summarize(previous: str | None, older: list[Message], turn: Turn, trace: list[TraceRecord]) -> str:
     started = time.perf_counter()
     prompt = SUMMARIZE_MEMORY_PROMPT.format(
         max_words=SUMMARY_MAX_WORDS,

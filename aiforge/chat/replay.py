@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiforge.core.aio import closing_iterator
 from aiforge.core.types import CallParams, Completion, ConfigError, Message, ToolSpec
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 class CassetteProvider(Provider):
     """``inner`` behind a cassette; ``inner`` is None when it could not be made (no key): replay only."""
 
+    supports_streaming: ClassVar[bool] = True  # a recorded turn replays its chunks, a live one streams through
+
     def __init__(self, inner: Provider | None, cassette: Cassette, mode: str, *, keyed: bool, name: str, model: str,
                  native_tools: bool, endpoint: str | None) -> None:
         self.inner, self.cassette, self.mode = inner, cassette, mode
@@ -29,9 +31,8 @@ class CassetteProvider(Provider):
         """A key is configured: ``"auto"`` then calls the provider (and records) rather than replaying."""
         self._registry_name = name
         self.default_model = model
-        self.supports_native_tools = native_tools  # type: ignore[misc]
-        self.supports_streaming = True  # type: ignore[misc]
-        self.free = bool(inner and inner.free)  # type: ignore[misc]
+        self.supports_native_tools = native_tools
+        self.free = bool(inner and inner.free)
         self.base_url = endpoint
 
     @property
@@ -49,6 +50,12 @@ class CassetteProvider(Provider):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
+    def _live(self) -> Provider:
+        """The wrapped provider, for a call the cassette does not answer."""
+        # _recorded answers every call, or raises the mismatch, when there is none (``_wrap`` makes none to record).
+        assert self.inner is not None
+        return self.inner
+
     def _recorded(self, request: dict[str, Any]) -> dict[str, Any] | None:
         if self.mode == "record" or (self.mode == "auto" and self.keyed and self.inner is not None):
             return None
@@ -65,7 +72,7 @@ class CassetteProvider(Provider):
         entry = self._recorded(request)
         if entry is not None:
             return completion_of(entry["completion"])
-        completion = await self.inner.complete(messages, tools, params)  # type: ignore[union-attr]
+        completion = await self._live().complete(messages, tools, params)
         self.cassette.append(request, None, completion, rewrite=self.mode == "record")
         return completion
 
@@ -83,7 +90,7 @@ class CassetteProvider(Provider):
             return
         chunks: list[str] = []
         # Closed here, not by the garbage collector, when the consumer stops at the Completion.
-        async with closing_iterator(self.inner.stream(messages, tools, params)) as events:  # type: ignore[union-attr]
+        async with closing_iterator(self._live().stream(messages, tools, params)) as events:
             async for event in events:
                 if isinstance(event, Completion):
                     self.cassette.append(request, chunks, event, rewrite=self.mode == "record")

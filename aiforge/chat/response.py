@@ -13,6 +13,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from aiforge.core.output import OutputSpec
+    from aiforge.core.types import TraceRecord
+else:
+    # What pydantic checks a record against: a dict, every key kept. (``TraceRecord`` is a dict at run time;
+    # pydantic refuses a ``typing.TypedDict`` before Python 3.12, and would drop the keys a record's step lacks.)
+    TraceRecord = dict[str, Any]
 
 TRACE_COLUMNS = [
     "step", "node", "name", "model", "input", "output", "error",
@@ -114,7 +119,7 @@ class ChatResponse(BaseModel):
     """For a cached reply, what it cost (USD) when it was made; None for a reply made now."""
     truncated: bool = False
     """True when the turn's final model call stopped at its token limit or repeated itself (the reply is cut)."""
-    trace: list[dict[str, Any]] = Field(default_factory=list, repr=False)
+    trace: list[TraceRecord] = Field(default_factory=list, repr=False)
     """One record per step: model calls and tool calls, in order."""
 
     def to_text(self) -> str:

@@ -14,7 +14,7 @@ from aiforge.chat.tool_runner import ToolInterrupted, Toolset
 from aiforge.core.aio import closing_iterator
 from aiforge.core.costs import CostTracker
 from aiforge.core.tokens import TRUNCATED_FINISH_REASONS
-from aiforge.core.types import CallParams, Completion, Message
+from aiforge.core.types import CallParams, Completion, Message, ToolResult, TraceRecord
 from aiforge.core.waits import Waits, start_turn
 from aiforge.providers.base import Provider
 
@@ -41,7 +41,7 @@ class AgentRuntime:
 class ToolEvent:
     """A tool call that finished during a streamed turn: ``{"id", "tool", "input", "output", "error"}``."""
 
-    result: dict[str, Any]
+    result: ToolResult
 
 
 @dataclass(slots=True)
@@ -64,7 +64,7 @@ class Turn:
     waits: Waits = field(default_factory=start_turn)
     """The turn's waits (a batch's queue, the pacer, the local engine): made current when the turn starts."""
 
-    async def call_model(self, messages: list[Message], node: str) -> tuple[Completion, dict[str, Any]]:
+    async def call_model(self, messages: list[Message], node: str) -> tuple[Completion, TraceRecord]:
         """One model call (streamed when a sink is set), costed and traced."""
         started = time.perf_counter()
         self.step_streamed_text = False
@@ -104,12 +104,12 @@ class Turn:
         self.streamed_text = self.step_streamed_text = True
         self.emit(text)
 
-    def emit_tool(self, result: dict[str, Any]) -> None:
+    def emit_tool(self, result: ToolResult) -> None:
         """Tell the stream a tool call has finished (a panel shows its row before the turn ends)."""
         if self.emit is not None:
             self.emit(ToolEvent(result))
 
-    def account(self, completion: Completion, *, kind: str, node: str, started: float) -> dict[str, Any]:
+    def account(self, completion: Completion, *, kind: str, node: str, started: float) -> TraceRecord:
         """Record a model call's cost and return its trace record."""
         runtime = self.runtime
         model = completion.model or runtime.params.model
@@ -130,7 +130,7 @@ class Turn:
         }
 
 
-def final_call_truncated(trace: list[dict[str, Any]], reasons: frozenset[str] = TRUNCATED_FINISH_REASONS) -> bool:
+def final_call_truncated(trace: list[TraceRecord], reasons: frozenset[str] = TRUNCATED_FINISH_REASONS) -> bool:
     """True when the turn's last model call (a memory summary aside) ended cut, for one of ``reasons``."""
     calls = [r for r in trace if r.get("step") == "model" and r.get("node") != "summary"]
     return bool(calls) and calls[-1].get("finish_reason") in reasons
@@ -152,7 +152,7 @@ class TurnStream:
 
     def __init__(self, run: Callable[[Callable[[Any], None]], Coroutine[Any, Any, ChatResponse]]) -> None:
         self._run = run
-        self.on_tool: Callable[[dict[str, Any]], None] | None = None
+        self.on_tool: Callable[[ToolResult], None] | None = None
         """Called with ``{"id", "tool", "input", "output", "error"}`` for each finished tool call."""
         self._deltas: AsyncGeneratorType[str, None] | None = None
         self.response: ChatResponse | None = None

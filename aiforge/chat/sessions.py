@@ -15,7 +15,7 @@ import logging
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aiforge.chat.memory import Conversation, new_conversation_id, trim_to_units
 from aiforge.core.types import ConfigError, Message, UsageError
@@ -34,6 +34,7 @@ logger = logging.getLogger("aiforge.chat")
 class _Shared:
     """One session's conversation in this process, and the stored version it reflects."""
 
+    name: str
     conversation: Conversation
     version: int
 
@@ -81,7 +82,7 @@ class ChatStore:
                 of_store = _shared.setdefault(store, {})
                 self._shared = of_store.get(session)
                 if self._shared is None:
-                    self._shared = of_store[session] = _Shared(Conversation(), 0)
+                    self._shared = of_store[session] = _Shared(session, Conversation(), 0)
                     self._reload(self._shared)
 
     @property
@@ -93,7 +94,7 @@ class ChatStore:
         """Load what another process saved since this one last saw the session; the turn lock is held."""
         shared = self._shared
         if shared is not None and conversation is shared.conversation:
-            if self.sessions.version(self.session) != shared.version:  # type: ignore[arg-type]
+            if self.sessions.version(shared.name) != shared.version:
                 self._reload(shared)
 
     def commit(
@@ -108,11 +109,10 @@ class ChatStore:
         shared = self._shared
         if shared is None or conversation is not shared.conversation:
             return
-        name: str = self.session  # type: ignore[assignment]
         while True:
             version = self.sessions.save(
-                name, conversation_id=conversation.id, history=conversation.history, summary=conversation.summary,
-                memory_mode=memory_mode, expected_version=shared.version,
+                shared.name, conversation_id=conversation.id, history=conversation.history,
+                summary=conversation.summary, memory_mode=memory_mode, expected_version=shared.version,
             )
             if version is not None:
                 shared.version = version
@@ -131,7 +131,7 @@ class ChatStore:
             conversation.id, conversation.history, conversation.summary = new_conversation_id(), [], None
             # A reset is deliberate: it replaces whatever another process saved.
             shared.version = self.sessions.save(
-                self.session,  # type: ignore[arg-type]
+                shared.name,
                 conversation_id=conversation.id, history=[], summary=None, memory_mode=memory_mode,
             ) or 0
 
@@ -165,12 +165,13 @@ class ChatStore:
 
     def _reload(self, shared: _Shared) -> bool:
         """Take the stored conversation into ``shared``; False if the session is not stored."""
-        record = self.sessions.load(self.session)  # type: ignore[arg-type]
+        record = self.sessions.load(shared.name)
         if record is None:
             return False
         conversation = shared.conversation
+        # The store keeps JSON (it knows no message type); what it holds is a Conversation's history, saved above.
         conversation.id, conversation.history, conversation.summary = (
-            record.conversation_id, record.history, record.summary,  # type: ignore[assignment]
+            record.conversation_id, cast(list[Message], record.history), record.summary,
         )
         shared.version = record.version
         return True

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-from aiforge.chat.graph import run_graph
+from aiforge.chat.graph import ChatAgentState, run_graph, turn_state
 from aiforge.chat.runtime import final_call_truncated
 from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
 from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
-from aiforge.core.types import Message
+from aiforge.core.types import Message, ToolResult, TraceRecord
 
-VALIDATION_STEP = "validation"
+VALIDATION_STEP: Final = "validation"
 
 
 def output_spec(output: Any) -> OutputSpec | None:
@@ -38,14 +38,14 @@ class TurnOutcome:
     """What the turn adds to history after the user message: tool units and the final reply."""
     reply: str = ""
     output: Any = None
-    tool_results: list[dict[str, Any]] = field(default_factory=list)
-    trace: list[dict[str, Any]] = field(default_factory=list)
+    tool_results: list[ToolResult] = field(default_factory=list)
+    trace: list[TraceRecord] = field(default_factory=list)
     iteration: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     model: str = ""
 
-    def add_attempt(self, final: dict[str, Any]) -> None:
+    def add_attempt(self, final: ChatAgentState) -> None:
         self.tool_results += final["tool_results"]
         self.trace += final["trace"]
         self.iteration = final["iteration"]
@@ -55,7 +55,7 @@ class TurnOutcome:
 
 
 async def run_turn(
-    graph: Any, state: dict[str, Any], config: dict[str, Any], spec: OutputSpec | None, retries: int
+    graph: Any, state: ChatAgentState, config: dict[str, Any], spec: OutputSpec | None, retries: int
 ) -> TurnOutcome:
     """Run the graph on ``state``; with ``spec``, validate the answer and retry with feedback.
 
@@ -102,28 +102,25 @@ async def run_turn(
         return outcome
 
 
-def _refusal(trace: list[dict[str, Any]]) -> str | None:
-    last_model_step: dict[str, Any] = next((r for r in reversed(trace) if r["step"] == "model"), {})
-    return last_model_step.get("refusal")
+def _refusal(trace: list[TraceRecord]) -> str | None:
+    last_model_step = next((r for r in reversed(trace) if r["step"] == "model"), None)
+    return None if last_model_step is None else last_model_step.get("refusal")
 
 
-def _retry_state(state: dict[str, Any], final: dict[str, Any], feedback: str) -> dict[str, Any]:
+def _retry_state(state: ChatAgentState, final: ChatAgentState, feedback: str) -> ChatAgentState:
     # The tool budget is the turn's, not the attempt's: the iteration count carries over.
-    return {
-        **state,
-        "messages": [*final["messages"], {"role": "user", "content": feedback}],
-        "tool_calls": [],
-        "tool_results": [],
-        "iteration": final["iteration"],
-        "trace": [],
-        "total_input_tokens": 0,
-        "total_output_tokens": 0,
-    }
+    return turn_state(
+        [*final["messages"], {"role": "user", "content": feedback}],
+        current_input=state["current_input"],
+        max_tool_iterations=state["max_tool_iterations"],
+        model=state["model"],
+        iteration=final["iteration"],
+    )
 
 
 def _validation_record(
     spec: OutputSpec, attempt: int, reply: str, error: OutputValidationError | None, started: float
-) -> dict[str, Any]:
+) -> TraceRecord:
     return {
         "step": VALIDATION_STEP, "node": "validate", "name": spec.name, "attempt": attempt,
         "output": reply, "error": str(error) if error else None,

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from aiforge.core.render import replace_lone_surrogates
-from aiforge.core.types import ToolCall, ToolSpec, UsageError
+from aiforge.core.types import ToolCall, ToolSpec, TraceRecord, UsageError
 
 
 def tool_spec(tool: Any) -> ToolSpec:
@@ -145,7 +145,7 @@ class Toolset:
         self.specs: list[ToolSpec] | None = [tool_spec(t) for t in self.tools] or None
         self.required = {spec["name"]: required_arguments(spec) for spec in self.specs or ()}
 
-    async def execute(self, call: ToolCall) -> tuple[str, bool, dict[str, Any]]:
+    async def execute(self, call: ToolCall) -> tuple[str, bool, TraceRecord]:
         """Run one tool call: ``(output, error, trace record)``; a failure is the output, never an exception."""
         started = time.perf_counter()
         name = call["name"]
@@ -170,7 +170,7 @@ class Toolset:
                 raise
             except Exception as exc:  # noqa: BLE001 - a tool's failure is reported to the model
                 output = describe_tool_error(exc)
-        record = {
+        record: TraceRecord = {
             "step": "tool", "node": "execute_tool", "name": name, "id": call["id"],
             "input": call["arguments"], "output": output, "error": output if error else None,
             "latency_ms": (time.perf_counter() - started) * 1000.0,

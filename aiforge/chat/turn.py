@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiforge.chat.arguments import checked_message
 from aiforge.chat.cached_turns import cache_marks, lookup
-from aiforge.chat.graph import ChatAgentState
+from aiforge.chat.graph import turn_state
 from aiforge.chat.memory import Conversation, apply_memory
 from aiforge.chat.prompts import SUMMARY_PREFIX
 from aiforge.chat.response import ChatResponse, ToolCallRecord
@@ -85,22 +85,13 @@ async def agent_turn(
         if cached is not None and cached.outcome is not None:
             turn.emit_text(cached.outcome.reply)
             return await _finish(agent, conversation, context, user, cached.outcome, turn, started, remember)
-        state: ChatAgentState = {
-            "messages": [*context, user],  # type: ignore[list-item]
-            "current_input": message,
-            "tool_calls": [],
-            "tool_results": [],
-            "iteration": 0,
-            "max_tool_iterations": agent.max_tool_iterations,
-            "trace": [],
-            "total_input_tokens": 0,
-            "total_output_tokens": 0,
-            "model": agent.model,
-        }
+        state = turn_state(
+            [*context, user], current_input=message, max_tool_iterations=agent.max_tool_iterations, model=agent.model
+        )
         # Nothing is stored until the graph has finished: an error or a cancellation
         # leaves the conversation exactly as it was before the turn.
         config = {"configurable": {"turn": turn}, "recursion_limit": agent._steps}
-        outcome = await run_turn(agent._graph, state, config, spec, agent.output_retries)  # type: ignore[arg-type]
+        outcome = await run_turn(agent._graph, state, config, spec, agent.output_retries)
         if cached is not None:
             cached.store(outcome, turn.cost)
         return await _finish(agent, conversation, context, user, outcome, turn, started, remember)

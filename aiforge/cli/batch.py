@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from aiforge.cli.batch_files import auto_checkpoint, check_target, discard, rescue
@@ -251,6 +252,6 @@ def _python_type(prop: Any) -> Any:
     if prop.get("enum"):
         return Literal[tuple(prop["enum"])]
     if prop.get("type") == "array" and isinstance(prop.get("items"), dict):
-        return list[_python_type(prop["items"])]  # type: ignore[misc]
+        return GenericAlias(list, (_python_type(prop["items"]),))  # list[item type], the item type known at run time
     kind = prop.get("type")
     return _JSON_TYPES.get(kind, Any) if isinstance(kind, str) else Any

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 DESCRIPTION = "aiforge batch"
 
@@ -52,8 +52,14 @@ def _notebook_bar() -> type:
     from IPython.display import display
     from tqdm.notebook import tqdm_notebook
 
-    # types-tqdm makes tqdm_notebook generic, but the class cannot be subscripted at run time.
-    class NotebookBar(tqdm_notebook):  # type: ignore[type-arg]
+    # types-tqdm makes tqdm_notebook generic (over what it iterates), but the class cannot be subscripted at
+    # run time: the checker sees the bar over Any, the interpreter the class itself.
+    if TYPE_CHECKING:
+        Bar = tqdm_notebook[Any]
+    else:
+        Bar = tqdm_notebook
+
+    class NotebookBar(Bar):
         """tqdm's notebook bar, shown through a display handle that ends as the bar's final text."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:

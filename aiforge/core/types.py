@@ -49,7 +49,10 @@ __all__ = [
     "RateLimitError",
     "Role",
     "ToolCall",
+    "ToolResult",
     "ToolSpec",
+    "TraceRecord",
+    "TraceStep",
     "Usage",
     "UsageError",
 ]
@@ -130,6 +133,57 @@ class ToolSpec(TypedDict):
     name: str
     description: str
     parameters: dict[str, Any]
+
+
+class ToolResult(TypedDict):
+    """A finished tool call as a turn reports it (``ChatResponse.tool_calls``, a stream's ``on_tool``)."""
+
+    id: str
+    tool: str
+    input: dict[str, Any]
+    output: str
+    error: bool
+
+
+# ---------------------------------------------------------------------------
+# Trace records
+# ---------------------------------------------------------------------------
+
+TraceStep = Literal["model", "tool", "cache", "validation", "context"]
+
+
+class TraceRecord(TypedDict):
+    """One step of a turn's trace (``ChatResponse.trace``): which keys a record has depends on its ``step``.
+
+    - ``model``: a model call (``Turn.account``): ``model``, the token counts, ``cost``, ``finish_reason``,
+      ``tool_calls`` (the names asked for); ``refusal`` when the model refused, ``stopped_by_limit`` when
+      the tool cap answered its calls.
+    - ``tool``: a tool call (``Toolset.execute``): ``id``, ``input`` (the arguments), ``output``, ``error``.
+    - ``cache``: a reply served from the response cache: the original tokens and ``cached_cost``.
+    - ``validation``: one check of a structured answer: ``attempt``, ``output``, ``error``, ``errors``.
+    - ``context``: what ``%%chat`` sent for a ``{table}``: ``input`` (its shape), ``output``, ``input_tokens``.
+    """
+
+    step: TraceStep
+    node: str
+    name: str
+    latency_ms: NotRequired[float]
+    model: NotRequired[str]
+    input_tokens: NotRequired[int]
+    output_tokens: NotRequired[int]
+    cached_input_tokens: NotRequired[int]
+    cost: NotRequired[float]
+    cached_cost: NotRequired[float]
+    finish_reason: NotRequired[str | None]
+    tool_calls: NotRequired[list[str]]
+    refusal: NotRequired[str]
+    stopped_by_limit: NotRequired[bool]
+    id: NotRequired[str]
+    input: NotRequired[Any]  # a tool's arguments; the shape of a table sent as context
+    output: NotRequired[str]
+    error: NotRequired[str | None]
+    errors: NotRequired[list[Any]]
+    attempt: NotRequired[int]
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ from IPython.core.error import UsageError
 
 from aiforge.core.describe import DEFAULT_MAX_TOKENS, describe, full_table, is_table
 from aiforge.core.tokens import estimate_tokens
+from aiforge.core.types import TraceRecord
 
 _MISSING = object()
 
@@ -60,7 +61,7 @@ def interpolate(
     namespace: Mapping[str, Any],
     *,
     table_tokens: int = DEFAULT_MAX_TOKENS,
-    sent: list[dict[str, Any]] | None = None,
+    sent: list[TraceRecord] | None = None,
 ) -> str:
     """``text`` with every ``{reference}`` replaced by ``str()`` of its value; ``{{``/``}}`` escape.
 

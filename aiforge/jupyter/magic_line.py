@@ -19,7 +19,8 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 def shown_as(exc: BaseException, message: str) -> BaseException:
     """``exc``, shown by IPython as ``message`` alone, never a traceback full of settings (``_render_traceback_``)."""
-    exc._render_traceback_ = lambda: [message]  # type: ignore[attr-defined]
+    # IPython calls an exception's ``_render_traceback_`` (no exception class declares it) for the lines to show.
+    vars(exc)["_render_traceback_"] = lambda: [message]
     return exc
 
 

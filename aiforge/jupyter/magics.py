@@ -18,6 +18,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from aiforge.core.setting_flags import option_settings
+from aiforge.core.types import TraceRecord
 from aiforge.jupyter.interpolation import interpolate, resolve_reference
 from aiforge.jupyter.magic_line import (
     AGENT_OPTIONS,
@@ -93,7 +94,7 @@ class ChatMagics(Magics):
             agent = self._agent(args)
             if args.reset:
                 agent.reset()
-            sent: list[dict[str, Any]] = []
+            sent: list[TraceRecord] = []
             tokens = agent.settings.CONTEXT_MAX_TOKENS
             system = interpolate(args.system, namespace, table_tokens=tokens, sent=sent) if args.system else None
             message = interpolate(message, namespace, table_tokens=tokens, sent=sent).lstrip("\n").rstrip()

@@ -18,6 +18,7 @@ import asyncio
 import html
 import logging
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import ipywidgets as widgets
@@ -26,7 +27,7 @@ from aiforge.chat.agent import ChatAgent
 from aiforge.chat.response import ChatResponse
 from aiforge.core.aio import background_loop, run_sync
 from aiforge.core.render import UPDATE_INTERVAL, Throttle, describe_error
-from aiforge.core.types import AIForgeError, UsageError
+from aiforge.core.types import AIForgeError, ToolResult, UsageError
 from aiforge.jupyter.panel_view import ENTER_TO_SEND_JS, PANEL_JS, STYLE, panel_widgets, render_entry
 from aiforge.tools import builtin_tools, calculator, current_time, research, unit_converter
 
@@ -191,7 +192,7 @@ class ChatPanel:
         throttle.ready()
         stream = self.agent.stream_turn(text)
 
-        def tool_done(result: dict[str, Any]) -> None:
+        def tool_done(result: ToolResult) -> None:
             entry.setdefault("tool_calls", []).append(_row(result))
             view.value = render_entry(entry, streaming=True)
 
@@ -283,7 +284,7 @@ def _resolve_tools(tools: Any) -> list[Any]:
     return list(tools)
 
 
-def _row(call: dict[str, Any]) -> dict[str, Any]:
+def _row(call: Mapping[str, Any]) -> dict[str, Any]:
     return {"tool": call["tool"], "input": call["input"], "output": call["output"], "error": call["error"]}
 
 

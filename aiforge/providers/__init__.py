@@ -6,7 +6,7 @@ import importlib
 import importlib.util
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from aiforge.core.settings import AIForgeSettings
 from aiforge.core.types import ConfigError, UsageError
@@ -22,6 +22,22 @@ __all__ = [
 ]
 
 ProviderFactory = Callable[[AIForgeSettings], Provider]
+
+
+class BuiltinProviderClass(Protocol):
+    """A built-in provider class: built from the settings (``cls(settings)``), and its profile read off the class."""
+
+    supports_native_tools: bool
+    embedded: bool
+
+    def __call__(self, settings: AIForgeSettings, /) -> Provider: ...
+
+    def configured_model(self, settings: Any) -> str: ...
+
+    def configured_base_url(self, settings: Any) -> str | None: ...
+
+    def connection_key(self, settings: Any) -> tuple[Any, ...]: ...
+
 
 # Built-ins are imported on first use so that `import aiforge` loads no SDK.
 _BUILTIN: dict[str, str] = {
@@ -59,11 +75,12 @@ def register_provider(name: str, provider: Any) -> None:
         instance = provider
         factory = lambda _settings: instance  # noqa: E731
     elif isinstance(provider, type) and issubclass(provider, Provider):
-        cls = provider
+        # A subclass's constructor takes the settings or nothing: tried in that order.
+        cls: Callable[..., Provider] = provider
 
         def factory(settings: AIForgeSettings) -> Provider:
             try:
-                return cls(settings)  # type: ignore[call-arg]
+                return cls(settings)
             except TypeError:
                 return cls()
 
@@ -125,9 +142,9 @@ def is_embedded(name: str) -> bool:
     return name in _BUILTIN and _builtin_class(name).embedded
 
 
-def _builtin_class(name: str) -> type[Provider]:
+def _builtin_class(name: str) -> BuiltinProviderClass:
     module_name, _, attr = _BUILTIN[name].partition(":")
-    cls: type[Provider] = getattr(importlib.import_module(module_name), attr)
+    cls: BuiltinProviderClass = getattr(importlib.import_module(module_name), attr)
     return cls
 
 
@@ -146,5 +163,5 @@ def create_provider(settings: AIForgeSettings, name: str | None = None) -> Provi
     with _lock:
         instance = _instances.get(key)
         if instance is None:
-            instance = _instances[key] = cls(settings)  # type: ignore[call-arg]
+            instance = _instances[key] = cls(settings)
         return instance

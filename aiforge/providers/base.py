@@ -33,10 +33,12 @@ class Provider(ABC):
     """
 
     name: ClassVar[str] = "custom"
-    supports_native_tools: ClassVar[bool] = False
+    # supports_native_tools and free are set by a class, or per instance by a wrapper whose are those of the
+    # provider it wraps (a cassette's): instance attributes with the class's value as default.
+    supports_native_tools: bool = False
     supports_streaming: ClassVar[bool] = False
     #: Cost of this provider's calls is always zero (local models, fakes).
-    free: ClassVar[bool] = False
+    free: bool = False
     #: Why this backend is sent no sampling temperature; None when it is sent ``TEMPERATURE``.
     temperature_unsent: ClassVar[str | None] = None
     default_temperature: ClassVar[float | None] = None

@@ -20,7 +20,7 @@ from aiforge.providers.base import Provider, StructuredOutputMode
 class FunctionProvider(Provider):
     """Calls ``fn(messages, model=..., temperature=..., max_tokens=...)`` and wraps its text."""
 
-    supports_native_tools: ClassVar[bool] = False
+    supports_native_tools = False
     supports_streaming: ClassVar[bool] = False
     structured_output: ClassVar[StructuredOutputMode] = "prompted"
 

@@ -49,7 +49,7 @@ def _endpoint(name: str, url_setting: str, url: str) -> Endpoint:
 class LocalServerProvider(ChatCompletionsProvider):
     """Chat Completions at a server on this machine (or the network): free, keyless."""
 
-    free: ClassVar[bool] = True
+    free = True
     # Local servers implement the long-standing parameter; not all know max_completion_tokens.
     max_tokens_field: ClassVar[str] = "max_tokens"
 

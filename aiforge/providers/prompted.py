@@ -170,7 +170,7 @@ def _as_tool_calls(completion: Completion) -> Completion:
 class PromptedTools(Provider):
     """``inner`` with tool calls through the prompted-JSON protocol; it looks native to callers."""
 
-    supports_native_tools: ClassVar[bool] = True
+    supports_native_tools = True
     structured_output: ClassVar[StructuredOutputMode] = "prompted"
 
     def __init__(self, inner: Provider) -> None:

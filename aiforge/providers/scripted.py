@@ -110,9 +110,9 @@ class ScriptedProvider(Provider):
     """Replies from a script, deterministically; records every call."""
 
     name: ClassVar[str] = "scripted"
-    supports_native_tools: ClassVar[bool] = True
+    supports_native_tools = True
     supports_streaming: ClassVar[bool] = True
-    free: ClassVar[bool] = True
+    free = True
     structured_output: ClassVar[StructuredOutputMode] = "scripted"
 
     def __init__(
@@ -174,7 +174,7 @@ class ScriptedProvider(Provider):
         )
         return Completion(
             text=reply.text,
-            tool_calls=[dict(c) for c in reply.tool_calls],  # type: ignore[misc]
+            tool_calls=[c.copy() for c in reply.tool_calls],
             usage=usage,
             model=params.model or self.default_model,
             finish_reason="tool_calls" if reply.tool_calls else "stop",
@@ -182,7 +182,7 @@ class ScriptedProvider(Provider):
         )
 
     async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
-        self.calls.append(ScriptedCall([dict(m) for m in messages], tools, params))  # type: ignore[misc]
+        self.calls.append(ScriptedCall([m.copy() for m in messages], tools, params))
         if self.delay:
             await asyncio.sleep(self.delay)
         return self._completion(self._next(messages), messages, params)
@@ -190,7 +190,7 @@ class ScriptedProvider(Provider):
     async def stream(
         self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
     ) -> AsyncIterator[StreamEvent]:
-        self.calls.append(ScriptedCall([dict(m) for m in messages], tools, params))  # type: ignore[misc]
+        self.calls.append(ScriptedCall([m.copy() for m in messages], tools, params))
         reply = self._next(messages)
         for chunk in _chunks(reply.text, self.chunk_size):
             if self.delay:

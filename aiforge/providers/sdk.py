@@ -118,7 +118,7 @@ class SDKProvider(Provider, Generic[C]):
     the caller as an ``aiforge.core.types`` error that never contains a key.
     """
 
-    supports_native_tools: ClassVar[bool] = True
+    supports_native_tools = True
     supports_streaming: ClassVar[bool] = True
     endpoint: ClassVar[Endpoint]
     base_url: str

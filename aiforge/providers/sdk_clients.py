@@ -77,5 +77,5 @@ def _forget(client: Any) -> None:
     http = getattr(client, "_client", None)
     state = getattr(http, "_state", None)
     closed = getattr(type(state), "CLOSED", None)
-    if closed is not None:
-        http._state = closed  # type: ignore[union-attr]
+    if http is not None and closed is not None:  # a closed state implies the client holding it
+        http._state = closed

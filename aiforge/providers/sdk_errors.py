@@ -50,7 +50,8 @@ def leaks_secret(exc: BaseException, secrets: Iterable[str]) -> bool:
 def request_url(exc: BaseException) -> str:
     """The URL of the request an SDK or transport exception is about ("" when it has none)."""
     try:
-        return str(exc.request.url)  # type: ignore[attr-defined]
+        request = getattr(exc, "request", None)  # openai/anthropic APIError, httpx.RequestError
+        return "" if request is None else str(request.url)
     except (AttributeError, RuntimeError):  # httpx2 raises RuntimeError when no request was attached
         return ""
 

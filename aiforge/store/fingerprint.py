@@ -167,7 +167,7 @@ def numbered_tool_ids(messages: list[Message]) -> list[Message]:
     ids: dict[str, str] = {}
     numbered: list[Message] = []
     for message in messages:
-        message = dict(message)  # type: ignore[assignment]
+        message = message.copy()
         if message.get("tool_calls"):
             message["tool_calls"] = [
                 {**call, "id": ids.setdefault(call["id"], f"call_{len(ids)}")} for call in message["tool_calls"]

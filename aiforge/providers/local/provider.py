@@ -93,9 +93,9 @@ class LocalProvider(Provider):
     """The embedded llama.cpp model: free, offline, streaming, with tools by constrained decoding."""
 
     name: ClassVar[str] = "local"
-    supports_native_tools: ClassVar[bool] = True
+    supports_native_tools = True
     supports_streaming: ClassVar[bool] = True
-    free: ClassVar[bool] = True
+    free = True
     embedded: ClassVar[bool] = True
     default_temperature: ClassVar[float | None] = defaults.TEMPERATURE
     structured_output: ClassVar[StructuredOutputMode] = "grammar"
