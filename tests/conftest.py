@@ -92,3 +92,23 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(
             f"fast loop: {left_out} slow/embedded/browser tests deselected; `pytest --all` runs everything"
         )
+
+
+@pytest.fixture
+def pacer_on_a_fake_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The endpoints' pacers made during the test wait on a clock that moves only when they sleep.
+
+    For tests about retries, not about pacing: a 429's pause and the slower pace after it (a second per
+    request once a 429 came) cost no wall time, while the retry's own wait (``asyncio.sleep`` in
+    ``core.retry``) stays real. The pace itself is checked on fake clocks in tests/providers/test_pacing.py.
+    """
+    from aiforge.providers import pacing
+
+    now = [1000.0]
+
+    async def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    real_pacer = pacing.Pacer
+    monkeypatch.setattr(pacing, "_pacers", {})
+    monkeypatch.setattr(pacing, "Pacer", lambda: real_pacer(clock=lambda: now[0], sleep=sleep))

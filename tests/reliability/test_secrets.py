@@ -282,6 +282,7 @@ NOTEBOOK_CELLS = [
 ]
 
 
+@pytest.mark.slow
 def test_executed_notebook_outputs_contain_no_key(leaky: LLMServer, tmp_path: Path) -> None:
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [

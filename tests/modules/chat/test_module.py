@@ -653,6 +653,7 @@ def test_registered_function_provider_answers_chat() -> None:
     assert agent.native_tools is False
 
 
+@pytest.mark.slow
 def test_a_chat_turn_imports_no_pandas_until_a_dataframe_is_asked_for() -> None:
     code = textwrap.dedent(
         """
