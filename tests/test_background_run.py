@@ -10,6 +10,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 CTRL_C_TEST = (
     "tests/modules/chat/test_agent_loop.py::test_ctrl_c_during_a_slow_sync_tool_cancels_the_turn_and_keeps_history"
@@ -30,6 +32,7 @@ def _run(command: list[str], timeout: float, **options: Any) -> subprocess.Compl
         raise AssertionError(f"The process did not end in {timeout} s; it printed:\n" + "\n".join(printed)) from None
 
 
+@pytest.mark.slow
 def test_a_suite_started_with_sigint_ignored_still_gets_keyboard_interrupts() -> None:
     child = _run(
         # faulthandler: a run that hangs after its test prints where each thread waits.

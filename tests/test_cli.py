@@ -100,6 +100,7 @@ def test_an_invalid_flag_value_names_the_flag(capsys: pytest.CaptureFixture[str]
 # --- a real provider over HTTP ---
 
 
+@pytest.mark.slow
 def test_chat_on_a_local_server_leaves_no_task_behind() -> None:
     # The turn returned on the stream's final Completion without closing the provider's stream: its
     # generator was finalised as the process exited, and stderr said "Task was destroyed but it is pending!".

@@ -233,6 +233,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_then_the_same_command_in_a_new_process_asks_only_the_rest(tmp_path) -> None:
     import os
     import subprocess

@@ -71,6 +71,7 @@ def test_the_default_store_and_cache_files_are_in_the_private_home(kind: str) ->
         close_shared(store.path.parent)
 
 
+@pytest.mark.slow
 def test_a_chat_in_a_subprocess_with_the_default_store_logs_to_the_private_home(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -113,6 +114,7 @@ def _probe_notebook(path: Path, facts: Path, prompt: str) -> None:
     nbformat.write(nb, path)
 
 
+@pytest.mark.slow
 def test_nbval_kernels_get_the_private_home_and_their_notebooks_own_store(tmp_path: Path) -> None:
     """The README's nbval command, on a probe notebook collected beside notebooks/ (so its conftest loads)."""
     prompt = "isolation probe from an nbval kernel"

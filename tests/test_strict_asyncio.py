@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 LEAKY_TESTS = """
@@ -80,6 +82,7 @@ def test_clean_async_code():
 """
 
 
+@pytest.mark.slow
 def test_dropped_async_work_fails_the_test_that_dropped_it(tmp_path: Path) -> None:
     (tmp_path / "test_leaky.py").write_text(textwrap.dedent(LEAKY_TESTS))
     done = subprocess.run(

@@ -68,20 +68,23 @@ def test_every_candidate_has_a_price_and_a_valid_tier() -> None:
             assert lookup_price(model) is not None, (provider, model)
 
 
-def test_explicit_model_wins_over_quality() -> None:
+def test_explicit_model_wins_over_quality(fresh_warnings: None) -> None:
     settings = load_settings(MODEL="gpt-4o", DEFAULT_QUALITY="low")
 
-    assert select_model("openai", "high", settings) == "gpt-4o"
+    with pytest.warns(UserWarning, match="quality='high' is ignored: MODEL='gpt-4o' is set"):
+        assert select_model("openai", "high", settings) == "gpt-4o"
 
 
-def test_explicit_model_wins_over_a_pin() -> None:
+def test_explicit_model_wins_over_a_pin(fresh_warnings: None) -> None:
     settings = load_settings(MODEL="gpt-4o", QUALITY_MODELS={"openai": {"high": "gpt-5"}})
 
-    assert select_model("openai", "high", settings) == "gpt-4o"
+    with pytest.warns(UserWarning, match="quality='high' is ignored: MODEL='gpt-4o' is set"):
+        assert select_model("openai", "high", settings) == "gpt-4o"
 
 
-def test_disabled_router_leaves_the_model_to_the_provider() -> None:
-    assert select_model("openai", "high", load_settings(MODEL_ROUTER_ENABLED=False)) is None
+def test_disabled_router_leaves_the_model_to_the_provider(fresh_warnings: None) -> None:
+    with pytest.warns(UserWarning, match="quality='high' is ignored: MODEL_ROUTER_ENABLED is False"):
+        assert select_model("openai", "high", load_settings(MODEL_ROUTER_ENABLED=False)) is None
 
 
 def test_no_quality_leaves_the_model_to_the_provider() -> None:
@@ -97,8 +100,9 @@ def test_quality_argument_wins_over_default_quality() -> None:
 
 
 @pytest.mark.parametrize("provider", ["local", "scripted", "internal_gateway", "my-custom"])
-def test_provider_without_a_table_gets_its_default(provider: str) -> None:
-    assert select_model(provider, "high", load_settings()) is None
+def test_provider_without_a_table_gets_its_default(provider: str, fresh_warnings: None) -> None:
+    with pytest.warns(UserWarning, match=f"quality='high' is ignored: provider '{provider}' has no quality tiers"):
+        assert select_model(provider, "high", load_settings()) is None
 
 
 def test_quality_models_pin_the_tier() -> None:

@@ -17,6 +17,7 @@ import pytest
 from pydantic import BaseModel
 
 pytest.importorskip("distributed")
+pytestmark = pytest.mark.slow  # a LocalCluster of 2 worker processes (seconds to start, more under load)
 
 import dask.dataframe as dd  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402

@@ -23,7 +23,7 @@ if not weights.xllamacpp_installed() or find_default_weights() is None:
 
 pytestmark = pytest.mark.embedded
 
-REVIEWS = list(csv.DictReader((Path(__file__).parents[1] / "data" / "reviews.csv").open()))[:10]
+REVIEWS = list(csv.DictReader((Path(__file__).parents[1] / "data" / "reviews.csv").read_text().splitlines()))[:10]
 GREEDY = CallParams(model="SmolLM2-135M-Instruct", temperature=0, max_tokens=256)
 WEATHER: ToolSpec = {
     "name": "weather",

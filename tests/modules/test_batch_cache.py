@@ -158,6 +158,7 @@ print(batch.cached, len(batch.results))
 """
 
 
+@pytest.mark.slow
 def test_hits_across_processes_make_no_request_and_the_file_holds_no_key(srv: LLMServer, tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
 

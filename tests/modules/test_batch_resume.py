@@ -68,6 +68,7 @@ agent.run_batch([f"row {i}" for i in range(20)], concurrency=4, checkpoint=sys.a
 """
 
 
+@pytest.mark.slow
 def test_kill_9_mid_batch_then_a_rerun_runs_only_the_unfinished_rows(srv: LLMServer, tmp_path: Path) -> None:
     srv.default = meter = Metered(answer_first=8)
     path = tmp_path / "reviews.sqlite"
@@ -148,6 +149,7 @@ print(len(batch.results), len(batch.failed))
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_the_finished_rows_and_says_so_in_one_line(srv: LLMServer) -> None:
     srv.default = meter = Metered(answer_first=8)
     child = subprocess.Popen(

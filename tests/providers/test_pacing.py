@@ -78,6 +78,7 @@ class FakeTime:
 
 
 @pytest.mark.parametrize("protocol", [OPENAI, ANTHROPIC], ids=lambda p: p.name)
+@pytest.mark.slow
 def test_a_batch_of_ten_windows_stays_under_the_rpm_limit(server: LLMServer, protocol: WireProtocol) -> None:
     server.rpm = N
     result = agent(protocol, server, RPM=N).run_batch(items(10 * N), concurrency=20, max_batch=1000)
@@ -90,6 +91,7 @@ def test_a_batch_of_ten_windows_stays_under_the_rpm_limit(server: LLMServer, pro
     assert result.wall_time_s >= 0.8 * 9 * WINDOW
 
 
+@pytest.mark.slow
 def test_tpm_paces_by_estimated_tokens_corrected_by_usage(server: LLMServer) -> None:
     prompt = "x" * 400  # ~100 prompt tokens + 50 max_tokens per request
     server.tpm = 20 * 160
@@ -103,6 +105,7 @@ def test_tpm_paces_by_estimated_tokens_corrected_by_usage(server: LLMServer) -> 
 
 
 @pytest.mark.parametrize("protocol", [OPENAI, ANTHROPIC], ids=lambda p: p.name)
+@pytest.mark.slow
 def test_headers_alone_pace_a_batch_without_settings(server: LLMServer, protocol: WireProtocol) -> None:
     server.rpm = N
     result = agent(protocol, server).run_batch(items(5 * N), concurrency=N, max_batch=1000)
@@ -141,6 +144,7 @@ async def test_a_remaining_count_of_zero_spaces_the_next_requests() -> None:
     assert fake.waits == pytest.approx([WINDOW / limit / pacing.SAFETY] * 6)
 
 
+@pytest.mark.slow
 def test_a_429_pauses_and_the_pace_recovers_after_the_limit_lifts(server: LLMServer) -> None:
     server.rpm = N
     bot = agent(OPENAI, server)
@@ -233,6 +237,7 @@ def _run_together(*bots: ChatAgent, count: int) -> tuple[float, list[Any]]:
     return time.perf_counter() - started, results
 
 
+@pytest.mark.slow
 def test_agents_on_one_endpoint_and_key_share_a_limiter_and_other_keys_do_not(server: LLMServer) -> None:
     server.rpm = N
     same = agent(OPENAI, server, RPM=N), agent(OPENAI, server, RPM=N, TEMPERATURE=0.0)

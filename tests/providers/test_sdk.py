@@ -38,6 +38,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # --- retries ----------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("pacer_on_a_fake_clock")
 async def test_retry_after_is_honoured_then_the_call_succeeds(
     llm_server: LLMServer, protocol: Any, make_provider: Any
 ) -> None:
@@ -49,6 +50,7 @@ async def test_retry_after_is_honoured_then_the_call_succeeds(
     assert all(later - earlier >= 0.19 for earlier, later in zip(times, times[1:], strict=False))
 
 
+@pytest.mark.usefixtures("pacer_on_a_fake_clock")
 @pytest.mark.parametrize("max_retries", [2, 3])
 async def test_permanent_rate_limit_raises_after_max_retries_plus_one_requests(
     llm_server: LLMServer, protocol: Any, make_provider: Any, max_retries: int

@@ -41,6 +41,7 @@ def full_text(error: BaseException) -> str:
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("pacer_on_a_fake_clock")
 def test_retry_after_is_honoured_then_the_call_succeeds(srv: LLMServer, wire_agent) -> None:
     srv.enqueue(Fault(status=429, retry_after=1), Fault(status=429, retry_after=1), Reply(text="finally"))
     agent = wire_agent(MAX_RETRIES=2)
@@ -72,6 +73,7 @@ def test_retry_after_above_the_cap_raises_rate_limit_error_at_once(srv: LLMServe
     assert agent.history == []
 
 
+@pytest.mark.usefixtures("pacer_on_a_fake_clock")
 @pytest.mark.parametrize("max_retries", [0, 2])
 @pytest.mark.parametrize("mode", ["complete", "stream"])
 def test_permanent_429_fails_after_max_retries_plus_one_attempts(
@@ -210,6 +212,7 @@ def test_server_that_accepts_and_never_answers_times_out(silent_listener, protoc
     assert len(accepted) == 3  # one connection per attempt: the timed-out one is not reused
 
 
+@pytest.mark.slow
 def test_timeouts_leak_no_connections_or_threads(srv: LLMServer, wire_agent) -> None:
     agent = wire_agent(TIMEOUT=0.2, MAX_RETRIES=1)
     agent.chat("warm up the connection pool")

@@ -162,7 +162,7 @@ def test_debug_logs_never_show_a_key(leaky: LLMServer, debug_log: io.StringIO) -
 
 
 def frame_text(frame: Any) -> str:
-    return frame.to_json(default_handler=str) + frame.to_string()
+    return frame.to_json(default_handler=str, date_format="iso") + frame.to_string()
 
 
 def test_traces_and_dataframes_never_show_a_key(leaky: LLMServer, protocol: str) -> None:
@@ -282,6 +282,7 @@ NOTEBOOK_CELLS = [
 ]
 
 
+@pytest.mark.slow
 def test_executed_notebook_outputs_contain_no_key(leaky: LLMServer, tmp_path: Path) -> None:
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [

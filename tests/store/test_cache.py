@@ -82,6 +82,7 @@ def test_many_threads_writing_one_cache_leave_one_intact_row_per_key(tmp_path: P
     assert rows_of(path) == sorted((key, f'{{"text":"reply to {key}"}}') for key in keys)
 
 
+@pytest.mark.slow
 def test_several_processes_writing_one_file_leave_one_intact_row_per_key(tmp_path: Path) -> None:
     path = tmp_path / "cache.sqlite"
     keys = [f"key-{i:03}" for i in range(120)]

@@ -586,14 +586,18 @@ def test_quality_falls_back_to_default_quality() -> None:
     assert agent.model == "gpt-4.1-nano"
 
 
-def test_explicit_model_wins_over_quality() -> None:
-    agent = ChatAgent(quality="low", provider="openai", OPENAI_API_KEY="sk-test-key", MODEL="gpt-4o")
+def test_explicit_model_wins_over_quality(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("aiforge.core.router._ignored", set())  # "once" is per process
+    with pytest.warns(UserWarning, match="quality='low' is ignored: MODEL='gpt-4o' is set"):
+        agent = ChatAgent(quality="low", provider="openai", OPENAI_API_KEY="sk-test-key", MODEL="gpt-4o")
 
     assert agent.model == "gpt-4o"
 
 
-def test_quality_is_ignored_when_the_router_is_disabled() -> None:
-    agent = ChatAgent(quality="high", provider="openai", OPENAI_API_KEY="sk-test-key", MODEL_ROUTER_ENABLED=False)
+def test_quality_is_ignored_when_the_router_is_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("aiforge.core.router._ignored", set())  # "once" is per process
+    with pytest.warns(UserWarning, match="quality='high' is ignored: MODEL_ROUTER_ENABLED is False"):
+        agent = ChatAgent(quality="high", provider="openai", OPENAI_API_KEY="sk-test-key", MODEL_ROUTER_ENABLED=False)
 
     assert agent.model == "gpt-4o-mini"  # the provider's default
 
@@ -653,6 +657,7 @@ def test_registered_function_provider_answers_chat() -> None:
     assert agent.native_tools is False
 
 
+@pytest.mark.slow
 def test_a_chat_turn_imports_no_pandas_until_a_dataframe_is_asked_for() -> None:
     code = textwrap.dedent(
         """

@@ -45,6 +45,7 @@ def test_a_session_continues_in_a_new_agent_and_reset_keeps_the_old_conversation
     assert list(logged["conversation_id"]) == [third.conversation_id, old_id]
 
 
+@pytest.mark.slow
 def test_a_restarted_process_continues_the_session_and_the_provider_receives_the_history(tmp_path: Path) -> None:
     store = tmp_path / "sessions.sqlite"
     script = textwrap.dedent(
@@ -91,6 +92,7 @@ def test_two_agents_of_one_process_share_a_session_turn_by_turn() -> None:
     assert len(stored) == 60 and agents[0].history == agents[1].history == stored
 
 
+@pytest.mark.slow
 def test_two_processes_writing_one_session_leave_a_whole_history(tmp_path: Path) -> None:
     store = tmp_path / "race.sqlite"
     script = textwrap.dedent(

@@ -136,6 +136,7 @@ def run_turn(agent, plan: Plan, message: str):
     return response.message, response
 
 
+@pytest.mark.slow
 def test_long_random_session_is_always_accepted_by_the_strict_server(protocol: str) -> None:
     rng = random.Random(f"aiforge-strict-session-{protocol}")
     with LLMServer(strict=True, chunk_size=5) as srv:

@@ -97,8 +97,13 @@ def test_an_empty_reply_is_kept_and_the_next_request_is_accepted(srv, protocol, 
     assert srv.requests[1].last_user_text.endswith("now say something")
 
 
-def test_model_and_temperature_settings_reach_the_request(srv, protocol) -> None:
-    agent = make_wire_agent(srv, protocol, memory="summary", memory_k=10, MODEL="gpt-4o", TEMPERATURE=0.3)
+def test_model_and_temperature_settings_reach_the_request(srv, protocol, monkeypatch) -> None:
+    monkeypatch.setattr("aiforge.providers.base._warned_unsent", set())  # "once" is per process
+    if protocol == "anthropic":  # the Messages API takes no temperature: aiforge says so, once
+        with pytest.warns(UserWarning, match="TEMPERATURE=0.3 is not sent to the anthropic provider"):
+            agent = make_wire_agent(srv, protocol, memory="summary", memory_k=10, MODEL="gpt-4o", TEMPERATURE=0.3)
+    else:
+        agent = make_wire_agent(srv, protocol, memory="summary", memory_k=10, MODEL="gpt-4o", TEMPERATURE=0.3)
 
     response = agent.chat("hi")
 
