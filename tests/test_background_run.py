@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CTRL_C_TEST = (
-    "tests/modules/chat/test_agent_loop.py::test_ctrl_c_during_a_slow_sync_tool_cancels_the_turn_and_keeps_history"
+    "tests/chat/test_agent_loop.py::test_ctrl_c_during_a_slow_sync_tool_cancels_the_turn_and_keeps_history"
 )
 
 

@@ -26,7 +26,7 @@ from aiforge.core.types import (
     RateLimitError,
 )
 from fakellm import Fault, LLMServer, Reply, ToolCallSpec
-from tests.modules.chat.checks import assert_valid_history
+from tests.chat.checks import assert_valid_history
 from tests.reliability.conftest import KEY, client_sockets, client_threads, make_agent, rejected, within
 
 

@@ -30,7 +30,7 @@ from aiforge.jupyter.interpolation import interpolate
 from aiforge.providers.scripted import ScriptedProvider
 from aiforge.tools import calculator
 from fakellm import LLMServer, Reply, ToolCallSpec
-from tests.modules.chat.checks import assert_valid_history
+from tests.chat.checks import assert_valid_history
 from tests.reliability.conftest import KEY, make_agent, rejected, tool_results_of, within
 
 BOUNDED = settings(

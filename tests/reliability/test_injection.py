@@ -14,7 +14,7 @@ from langchain_core.tools import StructuredTool
 
 from aiforge import ChatAgent, register_provider
 from fakellm import LLMServer, RecordedRequest, Reply, ToolCallSpec
-from tests.modules.chat.checks import assert_valid_history
+from tests.chat.checks import assert_valid_history
 from tests.reliability.conftest import make_agent, rejected, system_of, tool_results_of
 
 INJECTION = (

@@ -26,7 +26,7 @@ from langchain_core.tools import StructuredTool
 from aiforge import ChatAgent
 from aiforge.core.aio import run_sync
 from fakellm import LLMServer, Reply, ToolCallSpec
-from tests.modules.chat.checks import assert_valid_history
+from tests.chat.checks import assert_valid_history
 from tests.reliability.conftest import make_agent, rejected, sigint_when, within
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,7 +25,7 @@ from aiforge import ChatAgent
 from aiforge.core.types import ProviderError
 from aiforge.providers.scripted import ScriptedProvider
 from fakellm import Fault, LLMServer, RecordedRequest, Reply, ToolCallSpec, estimate_input_tokens
-from tests.modules.chat.checks import assert_valid_history
+from tests.chat.checks import assert_valid_history
 from tests.reliability.conftest import PROTOCOLS, make_agent, rejected
 
 pytestmark = pytest.mark.slow

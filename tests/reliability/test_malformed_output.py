@@ -18,7 +18,7 @@ from langchain_core.tools import StructuredTool
 
 from aiforge import ChatAgent
 from fakellm import LLMServer, Reply, ToolCallSpec
-from tests.modules.chat.checks import assert_valid_history
+from tests.chat.checks import assert_valid_history
 from tests.reliability.conftest import KEY, make_agent, rejected, tool_results_of
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiforge.core.aio import run_sync
 from aiforge.core.render import truncation_note
 from fakellm import LLMServer, Reply
-from tests.modules.chat.conftest import WireAgent, make_wire_agent
+from tests.chat.conftest import WireAgent, make_wire_agent
 
 
 async def _streamed(agent, message: str):  # noqa: ANN001, ANN202

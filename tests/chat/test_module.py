@@ -678,13 +678,15 @@ def test_a_chat_turn_imports_no_pandas_until_a_dataframe_is_asked_for() -> None:
 def test_file_structure_of_the_reference_page_exists() -> None:
     import importlib
 
-    for name in ("module", "agent", "prompts", "schemas", "widget"):
+    module, agent, prompts, schemas, widget = (
         importlib.import_module(f"aiforge.modules.chat.{name}")
-    prompts = importlib.import_module("aiforge.chat.prompts")
-    agent = importlib.import_module("aiforge.chat.graph")
+        for name in ("module", "agent", "prompts", "schemas", "widget")
+    )
 
     assert all(hasattr(prompts, n) for n in ("DEFAULT_SYSTEM_PROMPT", "TOOL_USE_SYSTEM", "SUMMARIZE_MEMORY_PROMPT"))
-    assert callable(agent.build_chat_graph)
+    assert callable(agent.build_chat_graph) and module.ChatAgent is ChatAgent
+    assert (schemas.ChatResponse, schemas.ToolCallRecord) == (ChatResponse, ToolCallRecord)
+    assert callable(widget.ChatPanel) and callable(widget.calculator)
 
 
 

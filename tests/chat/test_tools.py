@@ -17,7 +17,7 @@ from langchain_core.tools import StructuredTool
 from aiforge import ChatAgent
 from aiforge.providers.function import FunctionProvider
 from aiforge.providers.scripted import ScriptedProvider, ScriptedReply, tool_call, tool_calls
-from tests.modules.chat.checks import assert_valid_context, assert_valid_history
+from tests.chat.checks import assert_valid_context, assert_valid_history
 
 # Custom function providers have no price table entry: their unpriced-cost warning is expected here.
 pytestmark = pytest.mark.filterwarnings("ignore:aiforge has no price:UserWarning")

@@ -18,8 +18,8 @@ from langchain_core.tools import StructuredTool
 
 from aiforge.core.types import ProviderError, RateLimitError
 from fakellm import Fault, LLMServer, RecordedRequest, Reply, ToolCallSpec
-from tests.modules.chat.checks import assert_valid_history
-from tests.modules.chat.conftest import make_wire_agent
+from tests.chat.checks import assert_valid_history
+from tests.chat.conftest import make_wire_agent
 
 TURNS = 120
 SUMMARIZER = "You write faithful, compact conversation summaries."
