@@ -45,6 +45,11 @@ def _private_loop() -> asyncio.AbstractEventLoop:
         if not _private_loops:
             atexit.register(_finish_private_loops)
         _private_loops.add(loop)
+        thread = threading.current_thread()
+        if thread is not threading.main_thread():
+            # A thread that ends before the program (a worker, a thread pool's) must not drop its loop
+            # unclosed: once the thread is gone, the loop is ended like asyncio.run ends its own.
+            weakref.finalize(thread, _finish_elsewhere, loop).atexit = False  # at exit: _finish_private_loops
     return loop
 
 
@@ -56,25 +61,43 @@ def _finish_private_loops() -> None:
     returns before such a task has run, and Python then drops it: "Task was destroyed but it is pending!".
     """
     for loop in list(_private_loops):
-        if loop.is_closed() or loop.is_running():
-            continue
-        try:
-            idle = 0
-            for _ in range(_SETTLE_PASSES):
-                _drain(loop)  # runs queued callbacks: a finaliser's create_task, a closing step
-                # A closer that ends frees the next generator of its chain, whose closer is queued next.
-                idle = 0 if asyncio.all_tasks(loop) else idle + 1
-                if idle == 3:
-                    break
-            pending = asyncio.all_tasks(loop)
-            for task in pending:  # work of the user's own left running: cancelled, as asyncio.run does
-                task.cancel()
+        _finish_loop(loop)
+
+
+def _finish_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """End one private loop: queued work done, the user's tasks cancelled, generators closed, then close it.
+
+    Closing the generators closes the SDK clients made on the loop (``providers/sdk_clients.py``): their
+    pooled connections end on their own loop instead of leaking as unclosed sockets.
+    """
+    if loop.is_closed() or loop.is_running():
+        return
+    try:
+        idle = 0
+        for _ in range(_SETTLE_PASSES):
+            _drain(loop)  # runs queued callbacks: a finaliser's create_task, a closing step
+            # A closer that ends frees the next generator of its chain, whose closer is queued next.
+            idle = 0 if asyncio.all_tasks(loop) else idle + 1
+            if idle == 3:
+                break
+        pending = asyncio.all_tasks(loop)
+        for task in pending:  # work of the user's own left running: cancelled, as asyncio.run does
+            task.cancel()
+        if pending:  # (gather of nothing would ask for the thread's current loop: a loop-end thread has none)
             loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        except Exception:  # noqa: BLE001, S110 - exiting: nothing is left to report to
-            pass
-        finally:
-            loop.close()
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    except Exception:  # noqa: BLE001, S110 - ending: nothing is left to report to
+        pass
+    finally:
+        loop.close()
+
+
+def _finish_elsewhere(loop: asyncio.AbstractEventLoop) -> None:
+    """``_finish_loop`` on a thread of its own: the thread that dropped the ended one may be running a loop."""
+    try:
+        threading.Thread(target=_finish_loop, args=(loop,), name="aiforge-loop-end", daemon=True).start()
+    except RuntimeError:  # the interpreter is shutting down: no new threads, and no loop runs any more
+        _finish_loop(loop)
 
 
 def _renew_executor(loop: asyncio.AbstractEventLoop) -> None:

@@ -1,11 +1,18 @@
-"""One SDK client per event loop (``ClientPerLoop``), and clients of other loops let go without a stray task."""
+"""One SDK client per event loop (``ClientPerLoop``), closed with its loop, and let go without a stray task.
+
+A client's connections belong to its loop, so they must be closed on it, before it closes. There is no hook for
+"this loop is ending", but there is one every well-ended loop runs: ``asyncio.run``, ``asyncio.Runner``,
+pytest-asyncio and aiforge's own private loops call ``loop.shutdown_asyncgens()``, which closes every async
+generator started on the loop. So each client comes with a small generator, started on its loop, whose
+``finally`` closes the client: the connections end with their loop instead of leaking as unclosed sockets.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 
@@ -27,9 +34,10 @@ class ClientPerLoop(Generic[C]):
     def __init__(self, factory: Callable[[], C]) -> None:
         self._factory = factory
         self._clients: dict[asyncio.AbstractEventLoop, C] = {}
+        self._closers: dict[asyncio.AbstractEventLoop, AsyncGenerator[None, None]] = {}
         self._lock = threading.Lock()  # loops may live on different threads
-        # Dropped with this object (a provider let go), clients of other loops must not be closed on this one.
-        weakref.finalize(self, _forget_foreign, self._clients)
+        # Dropped with this object (a provider let go), each client is closed on its own loop, never another.
+        weakref.finalize(self, _let_go, self._clients)
 
     def get(self) -> C:
         """The client of the running loop."""
@@ -39,6 +47,7 @@ class ClientPerLoop(Generic[C]):
             if client is None:
                 self._drop_closed_loops()
                 client = self._clients[loop] = self._factory()
+                self._closers[loop] = _closed_with_the_loop(client)
             return client
 
     async def aclose(self) -> None:
@@ -46,23 +55,45 @@ class ClientPerLoop(Generic[C]):
         loop = asyncio.get_running_loop()
         with self._lock:
             client = self._clients.pop(loop, None)
+            closer = self._closers.pop(loop, None)
             self._drop_closed_loops()
-        if client is not None:
+        if closer is not None:
+            await closer.aclose()  # closes the client
+        elif client is not None:
             await client.close()
 
     def _drop_closed_loops(self) -> None:
         for loop in [loop for loop in self._clients if loop.is_closed()]:
             _forget(self._clients.pop(loop))
+            self._closers.pop(loop, None)
 
 
-def _forget_foreign(clients: dict[asyncio.AbstractEventLoop, Any]) -> None:
-    """``_forget`` every client but the running loop's, whose closing the SDK schedules on it, rightly."""
+def _closed_with_the_loop(client: _SDKClient) -> AsyncGenerator[None, None]:
+    """A generator, started on the running loop, that closes ``client`` when the loop shuts its generators down."""
+
+    async def closer() -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            await client.close()
+
+    generator = closer()
+    step = generator.asend(None)  # starting it registers it with the running loop (its first-iteration hook)
     try:
-        running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
+        step.send(None)
+    except StopIteration:  # suspended at its yield, until the loop closes it
+        pass
+    return generator
+
+
+def _let_go(clients: dict[asyncio.AbstractEventLoop, Any]) -> None:
+    """The provider is dropped: ``_forget`` the clients of closed loops; an open loop's client its closer closes.
+
+    Dropped with the provider, a closer hands its ``aclose`` to its own loop (asyncio's finaliser hook for
+    generators), which closes the client there; a closed loop can close nothing, so its client is only forgotten.
+    """
     for loop, client in list(clients.items()):
-        if loop is not running:
+        if loop.is_closed():
             _forget(client)
 
 

@@ -686,7 +686,7 @@ def test_file_structure_of_the_reference_page_exists() -> None:
     assert all(hasattr(prompts, n) for n in ("DEFAULT_SYSTEM_PROMPT", "TOOL_USE_SYSTEM", "SUMMARIZE_MEMORY_PROMPT"))
     assert callable(agent.build_chat_graph) and module.ChatAgent is ChatAgent
     assert (schemas.ChatResponse, schemas.ToolCallRecord) == (ChatResponse, ToolCallRecord)
-    assert callable(widget.ChatPanel) and callable(widget.calculator)
+    assert callable(widget.ChatPanel) and widget.calculator.name == "calculator"
 
 
 
