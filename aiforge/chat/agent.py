@@ -7,7 +7,7 @@ import inspect
 import logging
 import os
 from collections.abc import AsyncGenerator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aiforge.batch.batch_api.submit import submit_items
 from aiforge.batch.identity import open_cache
@@ -240,10 +240,9 @@ class ChatAgent:
         checkpoint: str | os.PathLike[str] | None = None,
     ) -> BatchEstimate:
         """What ``run_batch`` with these arguments would cost, before anything is spent (``BatchEstimate``)."""
-        count = max(len(items), 1)
-        estimate: BatchEstimate = self.run_batch(items, count, count, output=output, prompt=prompt,
-                                                 checkpoint=checkpoint, estimate=True)
-        return estimate
+        count = max(len(items), 1)  # estimate=True: run_batch returns a BatchEstimate
+        return cast("BatchEstimate", self.run_batch(items, count, count, output=output, prompt=prompt,
+                                                    checkpoint=checkpoint, estimate=True))
 
     def submit_batch(
         self, items: Sequence[str] | Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
@@ -281,8 +280,9 @@ class ChatAgent:
         return self._runtime.params  # the agent's own, as its live turns use them
 
     async def _arun_batch_item(
-        self, text: str, *, output: Any = None, cache: ResponseCache | None = None) -> ChatResponse:
-        # Each batch item is a fresh conversation: no memory shared between items.
+        self, text: str, *, output: Any = None, cache: ResponseCache | None = None
+    ) -> ChatResponse:
+        """One batch item: a fresh conversation, no memory shared between items or with ``chat()``."""
         return await agent_turn(self, Conversation(), text, None, emit=None, output=output, remember=False, cache=cache)
 
     def reset(self) -> None:
