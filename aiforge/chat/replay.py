@@ -128,7 +128,7 @@ def cassette_provider(provider: Any, overrides: dict[str, Any]) -> Any:
 
 
 def _wrap(provider: Any, settings: Any, cassette: Cassette) -> CassetteProvider:
-    from aiforge.providers import _builtin_class, create_provider, resolve_provider_name
+    from aiforge.providers import builtin_class, create_provider, resolve_provider_name
 
     inner: Provider | None
     if isinstance(provider, Provider):
@@ -146,7 +146,7 @@ def _wrap(provider: Any, settings: Any, cassette: Cassette) -> CassetteProvider:
             inner, cassette, settings.REPLAY, keyed=bool(settings.secrets()), name=name, model=inner.default_model,
             native_tools=inner.supports_native_tools, endpoint=inner.base_url,
         )
-    cls = _builtin_class(name)
+    cls = builtin_class(name)
     return CassetteProvider(
         None, cassette, settings.REPLAY, keyed=False, name=name, model=cls.configured_model(settings),
         native_tools=cls.supports_native_tools, endpoint=cls.configured_base_url(settings),

@@ -16,7 +16,9 @@ __all__ = [
     "Provider",
     "StreamEvent",
     "available_providers",
+    "builtin_class",
     "create_provider",
+    "is_embedded",
     "register_provider",
     "resolve_provider_name",
 ]
@@ -139,10 +141,11 @@ def resolve_provider_name(settings: AIForgeSettings) -> str:
 
 def is_embedded(name: str) -> bool:
     """Whether the provider registered as ``name`` is the embedded model (read from its class: nothing loads)."""
-    return name in _BUILTIN and _builtin_class(name).embedded
+    return name in _BUILTIN and builtin_class(name).embedded
 
 
-def _builtin_class(name: str) -> BuiltinProviderClass:
+def builtin_class(name: str) -> BuiltinProviderClass:
+    """The class of the built-in provider ``name``: what it can do, read as data without connecting."""
     module_name, _, attr = _BUILTIN[name].partition(":")
     cls: BuiltinProviderClass = getattr(importlib.import_module(module_name), attr)
     return cls
@@ -158,7 +161,7 @@ def create_provider(settings: AIForgeSettings, name: str | None = None) -> Provi
         custom = _custom.get(name)
     if custom is not None:
         return custom(settings)
-    cls = _builtin_class(name)
+    cls = builtin_class(name)
     key = (name, *cls.connection_key(settings))
     with _lock:
         instance = _instances.get(key)

@@ -10,7 +10,7 @@ import pytest
 from aiforge import register_provider
 from aiforge.core.settings import load_settings
 from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec
-from aiforge.providers import _BUILTIN, _builtin_class, create_provider
+from aiforge.providers import _BUILTIN, builtin_class, create_provider
 from aiforge.providers.base import Provider
 from aiforge.providers.function import FunctionProvider
 from aiforge.providers.local import defaults
@@ -47,7 +47,7 @@ def test_every_builtin_has_a_profile() -> None:
 @pytest.mark.parametrize("name", list(PROFILES))
 def test_each_builtin_declares_its_capabilities(name: str) -> None:
     structured_output, embedded, default_temperature, base_url = PROFILES[name]
-    cls = _builtin_class(name)
+    cls = builtin_class(name)
     assert cls.name == name
     assert cls.structured_output == structured_output
     assert cls.embedded is embedded
@@ -68,7 +68,7 @@ def test_an_instance_reads_its_profile(name: str) -> None:
 
 def test_only_the_embedded_model_picks_its_own_temperature() -> None:
     # ChatAgent sends temperature=None to it until the user sets TEMPERATURE (tests/embedded/test_local_defaults.py).
-    assert [name for name in PROFILES if _builtin_class(name).default_temperature is not None] == ["local"]
+    assert [name for name in PROFILES if builtin_class(name).default_temperature is not None] == ["local"]
 
 
 def test_a_custom_provider_has_the_base_profile() -> None:
