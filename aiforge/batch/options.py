@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import RowTemplate
 from aiforge.core.types import UsageError
+
+
+class BatchArguments(TypedDict, total=False):
+    """``run_batch``'s keyword options after ``items``, ``concurrency`` and ``max_batch`` (``ChatAgent.arun_batch``)."""
+
+    output: Any
+    prompt: str | RowTemplate | None
+    cache: bool | str | os.PathLike[str] | None
+    checkpoint: str | os.PathLike[str] | None
+    restart: bool
+    max_cost: float | None
+    estimate: bool
+
+
+BATCH_ARGUMENTS = tuple(BatchArguments.__annotations__)
+"""The names ``run_batch`` takes as ``**options``, in the order they are documented."""
 
 
 @dataclass(frozen=True)
@@ -38,5 +55,16 @@ class BatchOptions:
 
     @classmethod
     def of(cls, output: Any = None, **options: Any) -> BatchOptions:
-        """The options with ``output=`` converted (the one conversion: a type, a spec, or None)."""
+        """The options with ``output=`` converted (the one conversion: a type, a spec, or None).
+
+        A name ``run_batch`` does not take is a ``UsageError`` that says which was meant.
+        """
+        unknown = [name for name in options if name not in BATCH_ARGUMENTS and name not in ("concurrency", "max_batch")]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], BATCH_ARGUMENTS, n=1)
+            hint = f"; did you mean {close[0]}=?" if close else ""
+            raise UsageError(
+                f"run_batch got an unknown option {unknown[0]}={options[unknown[0]]!r}{hint} "
+                f"(it takes concurrency, max_batch, {', '.join(BATCH_ARGUMENTS)})"
+            )
         return cls(output=None if output is None else OutputSpec.of(output), **options)

@@ -7,11 +7,11 @@ import inspect
 import logging
 import os
 from collections.abc import AsyncGenerator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from aiforge.batch.batch_api.submit import submit_items
 from aiforge.batch.identity import open_cache
-from aiforge.batch.options import BatchOptions
+from aiforge.batch.options import BatchArguments, BatchOptions
 from aiforge.batch.orchestrator import run_items, run_items_sync
 from aiforge.chat.arguments import check_agent_options, checked_positive
 from aiforge.chat.cached_turns import TurnKeyBase
@@ -191,10 +191,8 @@ class ChatAgent:
     # -- many items: aiforge.batch runs them through this agent ----------------------------
 
     def run_batch(
-        self, items: Sequence[str] | Any, concurrency: int = 10, max_batch: int = 100, *, output: Any = None,
-        prompt: str | RowTemplate | None = None, cache: bool | str | os.PathLike[str] | None = None,
-        checkpoint: str | os.PathLike[str] | None = None, restart: bool = False, max_cost: float | None = None,
-        estimate: bool = False,
+        self, items: Sequence[str] | Any, concurrency: int = 10, max_batch: int = 100,
+        **options: Unpack[BatchArguments],
     ) -> Any:
         """Process ``items`` with at most ``concurrency`` in flight; see ``arun_batch``.
 
@@ -202,15 +200,11 @@ class ChatAgent:
         the same call again in this process runs only the others, also through another agent of the same
         settings (the accessor builds one per call): items are kept by batch fingerprint, not by agent.
         """
-        options = BatchOptions.of(output, concurrency=concurrency, max_batch=max_batch, prompt=prompt, cache=cache,
-                                  checkpoint=checkpoint, restart=restart, max_cost=max_cost, estimate=estimate)
-        return run_items_sync(self, items, options)
+        return run_items_sync(self, items, BatchOptions.of(concurrency=concurrency, max_batch=max_batch, **options))
 
     async def arun_batch(
-        self, items: Sequence[str] | Any, concurrency: int = 10, max_batch: int = 100, *, output: Any = None,
-        prompt: str | RowTemplate | None = None, cache: bool | str | os.PathLike[str] | None = None,
-        checkpoint: str | os.PathLike[str] | None = None, restart: bool = False, max_cost: float | None = None,
-        estimate: bool = False,
+        self, items: Sequence[str] | Any, concurrency: int = 10, max_batch: int = 100,
+        **options: Unpack[BatchArguments],
     ) -> Any:
         """Process a list of strings, a pandas Series or a DataFrame concurrently; a ``BatchResult``.
 
@@ -229,11 +223,10 @@ class ChatAgent:
         A checkpoint of another batch is a ``CheckpointMismatchError``; ``restart=True`` starts over.
         ``max_cost`` (USD): no item starts once the cost spent plus an estimate for the items in flight
         would pass it; the rest are in ``skipped`` (and ``failed``). ``estimate=True``: spend nothing,
-        return a ``BatchEstimate``. See ``aiforge.batch`` for the rules.
+        return a ``BatchEstimate``. The options are ``aiforge.batch.options.BatchArguments``; see
+        ``aiforge.batch`` for the rules.
         """
-        options = BatchOptions.of(output, concurrency=concurrency, max_batch=max_batch, prompt=prompt, cache=cache,
-                                  checkpoint=checkpoint, restart=restart, max_cost=max_cost, estimate=estimate)
-        return await run_items(self, items, options)
+        return await run_items(self, items, BatchOptions.of(concurrency=concurrency, max_batch=max_batch, **options))
 
     def estimate_batch(
         self, items: Sequence[str] | Any, *, output: Any = None, prompt: str | RowTemplate | None = None,

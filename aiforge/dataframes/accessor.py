@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pandas as pd
 
+from aiforge.batch.options import BATCH_ARGUMENTS
 from aiforge.batch.results import BatchResult
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
 from aiforge.core.output import OutputSpec
@@ -171,7 +172,7 @@ def extraction_prompt(output: Any) -> str:
     return f"{what}\n\nText:\n{{{VALUE_FIELD}}}"
 
 
-BATCH_OPTIONS = ("cache", "checkpoint", "restart", "max_cost")
+BATCH_OPTIONS = tuple(name for name in BATCH_ARGUMENTS if name not in ("output", "prompt", "estimate"))
 """Keywords of every operation that go to ``run_batch`` rather than to the agent's settings."""
 
 
@@ -183,7 +184,8 @@ def _batch(
     concurrency: int,
     settings: dict[str, Any],
 ) -> BatchResult:
-    # run_batch's own options (checkpoint=, restart=, max_cost=, cache=) pass through; the rest are settings.
+    # run_batch's own options (BATCH_OPTIONS: checkpoint=, restart=, max_cost=, cache=, ...) pass through; the
+    # rest are settings.
     options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
     if agent is None:
         from aiforge.chat.agent import ChatAgent

@@ -18,7 +18,7 @@ from aiforge.chat.agent import ChatAgent
 from aiforge.chat.response import BATCH_COLUMNS
 from aiforge.chat.setup import AgentSetup
 from aiforge.core.costs import CostTracker
-from aiforge.core.types import CallParams, ProviderError, RateLimitError
+from aiforge.core.types import CallParams, ProviderError, RateLimitError, UsageError
 from aiforge.modules.base import BaseModule, BatchResult, MissingValueError
 from aiforge.providers.scripted import ScriptedProvider
 from tests.support.bars import record_bars
@@ -455,3 +455,9 @@ def test_a_bad_output_fails_the_batch_once_before_any_request(output: object, sa
     with pytest.raises(UsageError, match=says):
         agent.stream_turn("a", output=output)
     assert provider.calls == [] and agent.history == []
+
+
+def test_an_unknown_run_batch_option_is_one_usage_error_naming_the_option_meant() -> None:
+    agent = ChatAgent(provider="scripted", memory="none")
+    with pytest.raises(UsageError, match=r"unknown option max_costs=1.*did you mean max_cost=\?"):
+        agent.run_batch(["a"], max_costs=1)  # type: ignore[call-arg]
