@@ -222,6 +222,27 @@ class Completion:
     refusal: str | None = None
 
 
+@dataclass(slots=True)
+class LabelScores:
+    """How likely each label is as the whole answer to one request (``Provider.score_labels``).
+
+    ``probabilities`` are normalised over the labels given (they sum to 1), in their order; the answer is the
+    most likely label and ``confidence`` its probability: what a cascade sets its threshold on.
+    """
+
+    probabilities: dict[str, float]
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+    @property
+    def answer(self) -> str:
+        return max(self.probabilities, key=self.probabilities.__getitem__)
+
+    @property
+    def confidence(self) -> float:
+        return self.probabilities[self.answer]
+
+
 @dataclass(frozen=True, slots=True)
 class CallParams:
     """Per-call generation parameters handed to a provider."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec
+from aiforge.core.types import CallParams, Completion, LabelScores, Message, ProviderError, ToolSpec
 
 if TYPE_CHECKING:
     from aiforge.providers.batch_api import BatchLimits, ProviderBatchAPI
@@ -53,6 +53,9 @@ class Provider(ABC):
     embedded: ClassVar[bool] = False
     """This is the bundled in-process model (``provider="local"``): for trying aiforge offline, not for columns
     one relies on (``EmbeddedModelWarning``)."""
+    scores_labels: ClassVar[bool] = False
+    """``score_labels`` works here: the model's own likelihood of each label, read without generating (a
+    cascade's cheap first pass asks it for its confidence)."""
     base_url: str | None = None
     """The URL this provider's calls go to (part of what identifies a batch or a cached reply); None in process."""
     default_model: str = "default"
@@ -105,6 +108,14 @@ class Provider(ABC):
             f"serving /v1/files and /v1/batches), anthropic and scripted. Use run_batch for {name}.",
             provider=name,
         )
+
+    async def score_labels(self, messages: list[Message], labels: Sequence[str], params: CallParams) -> LabelScores:
+        """The probability of each of ``labels`` being the whole answer to ``messages`` (``scores_labels``).
+
+        Raises ``ProviderError`` by default; a backend that exposes its likelihoods overrides this.
+        """
+        name = self.registry_name
+        raise ProviderError(f"the {name} provider cannot score labels (scores_labels is False)", provider=name)
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release network clients; the provider may be used again afterwards."""
