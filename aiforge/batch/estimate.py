@@ -30,7 +30,7 @@ class BatchEstimate:
 
     items: int
     to_run: int
-    """Items that would make a request (not cached, no missing value, not already finished)."""
+    """Items that would make a request (no missing value, not already finished, not a duplicate of another)."""
     input_tokens: int
     output_tokens: int
     """``to_run`` x the assumed reply length (``output_tokens_each``)."""
@@ -101,9 +101,17 @@ def item_pricer(
     return ItemPricer(model, fixed, max_tokens or DEFAULT_OUTPUT_TOKENS, count, counting, price, free)
 
 
-def estimate_of(pricer: ItemPricer, inputs: list[str], done: dict[int, Any], errors: dict[int, Any]) -> BatchEstimate:
-    """The ``BatchEstimate`` of running ``inputs`` but those ``done`` or failed already (``errors``)."""
+def estimate_of(
+    pricer: ItemPricer, inputs: list[str], done: dict[int, Any], errors: dict[int, Any], *, dedup: bool = True
+) -> BatchEstimate:
+    """The ``BatchEstimate`` of running ``inputs`` but those ``done`` or failed already (``errors``).
+
+    With ``dedup`` a prompt is one request however many rows have it, none if a finished row has it.
+    """
     todo = [text for i, text in enumerate(inputs) if i not in done and i not in errors]
+    if dedup:
+        finished = {inputs[i] for i in done}
+        todo = [text for text in dict.fromkeys(todo) if text not in finished]
     costs = [pricer.cost(text) for text in todo]
     return BatchEstimate(
         items=len(inputs),

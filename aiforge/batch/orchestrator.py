@@ -1,16 +1,18 @@
 """``run_items``: many items through one ``BatchOwner`` (the agent), driven by a frozen ``BatchOptions``.
 
 Items may be a list, a pandas Series or DataFrame, with a row template (``core.templates.batch_prompts``); a
-row with a missing value fails without a call. A batch can use the response cache, resume from a checkpoint
-or an interrupted run, stop at a budget, or only be estimated; ``runner`` holds the rules.
+row with a missing value fails without a call. Rows with the same prompt are asked once (``dedup``). A batch
+can use the response cache, resume from a checkpoint or an interrupted run, stop at a budget, or only be
+estimated; ``runner`` holds the rules. Its ``BatchResult.saved`` says what that spared (``savings``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from aiforge.batch.dedup import Duplicates, find_duplicates
 from aiforge.batch.embedded import warn_if_embedded
 from aiforge.batch.estimate import BatchEstimate, estimate_of
 from aiforge.batch.identity import batch_identity, finished_items, open_cache, open_checkpoint, pricer_of
@@ -60,8 +62,12 @@ async def run_items(
     checkpoint = open_checkpoint(options.checkpoint, batch, options.restart)
     done = finished_items(batch, checkpoint, item_type, spec, restart=options.restart)
     errors: dict[int, BaseException] = {i: MissingValueError(why) for i, why in prompts.missing.items()}
+    served_again: Callable[[Any], Any] | None = getattr(item_type, "served_again", None)
+    duplicates = Duplicates() if served_again is None else find_duplicates(inputs, done, errors)
     if options.estimate:
-        return estimate_of(pricer_of(owner, spec), inputs, done, errors)
+        return estimate_of(pricer_of(owner, spec), inputs, done, errors, dedup=served_again is not None)
+    if served_again is not None:
+        done.update({index: served_again(done[twin]) for index, twin in duplicates.answered.items()})
     shown = progress_enabled(owner.settings.PROGRESS_BAR) and inputs
     # Kept and missing-value rows count from the first frame; items a budget skips never count (the bar then
     # ends short of its total, "stopped", as the batch did).
@@ -76,6 +82,8 @@ async def run_items(
         max_cost=options.max_cost,
         pricer=None if options.max_cost is None else pricer_of(owner, spec),
         progress=progress,
+        twins=duplicates.twins,
+        served_again=served_again,
     )
     try:
         wall_time_s = await run.run(options.concurrency)

@@ -1,5 +1,8 @@
 """What ``run_batch`` returns: ``BatchResult`` (successes in input order, failures, skipped items) and its rows.
 
+``BatchResult.saved`` is what the batch did not spend against asking every row (``savings.Savings``); its summary
+line says how many rows were deduplicated (answered by an identical row's request) and served by the cache.
+
 Its DataFrame rows come from the results themselves (``BatchItem``), so this module knows no module's
 result type.
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from aiforge.batch.savings import DEDUP, Savings, row_savings
 from aiforge.core.output import OutputSpec
 from aiforge.core.types import AIForgeError
 
@@ -32,6 +36,11 @@ class BatchItem(Protocol):
     @classmethod
     def failed_row(cls, error: str) -> dict[str, Any]:
         """The row of an item that failed with ``error``; its keys are the columns, in order."""
+        ...
+
+    def served_again(self) -> Any:
+        """This result for another row with the same prompt: no request made, cost 0 (optional: without it,
+        ``run_batch`` asks every row, see ``batch.dedup``)."""
         ...
 
     def to_payload(self) -> dict[str, Any]:
@@ -95,6 +104,8 @@ class BatchResult:
     """The pandas index of a Series or DataFrame input (``None``: a list, rows by position)."""
     output: OutputSpec | None = None
     """The ``output=`` type of the batch, whose fields become columns."""
+    extra_saved: Savings = field(default_factory=Savings)
+    """Savings not read from the rows (``saved`` adds them): ``result.extra_saved += Savings.of("packing", ...)``."""
 
     @property
     def total_cost(self) -> float:
@@ -112,8 +123,20 @@ class BatchResult:
 
     @property
     def cached(self) -> int:
-        """How many results came from the response cache (no request, cost 0)."""
+        """How many results made no request (cost 0): response-cache hits and ``deduplicated`` rows."""
         return sum(bool(getattr(r, "cached", False)) for r in self.results)
+
+    @property
+    def deduplicated(self) -> int:
+        """How many results were answered by an identical earlier row's request (in-batch dedup)."""
+        dedup = self.saved.by_source.get(DEDUP)
+        return 0 if dedup is None else dedup.requests
+
+    @property
+    def saved(self) -> Savings:
+        """Requests, tokens and dollars not spent against asking every row with a value once (``Savings``)."""
+        missing = sum(isinstance(f.error, MissingValueError) for f in self.failed)
+        return row_savings(self.inputs, self.indices, self.results, len(self.inputs) - missing) + self.extra_saved
 
     def __len__(self) -> int:
         return len(self.inputs)
@@ -158,16 +181,20 @@ class BatchResult:
         return self
 
     def __repr__(self) -> str:
+        deduplicated = self.deduplicated
         return (
             f"BatchResult(items={len(self.inputs)}, ok={len(self.results)}, failed={len(self.failed)}, "
-            f"total_cost={self.total_cost:.6f}, total_tokens={self.total_tokens})"
+            f"total_cost={self.total_cost:.6f}, total_tokens={self.total_tokens}"
+            + (f", deduplicated={deduplicated})" if deduplicated else ")")
         )
 
     def _summary(self) -> str:
-        skipped, cached = len(self.skipped), self.cached
+        skipped, deduplicated = len(self.skipped), self.deduplicated
+        hits = self.cached - deduplicated
+        spared = [f"{deduplicated} deduplicated"] * bool(deduplicated) + [f"{hits} cached"] * bool(hits)
         return (
             f"{len(self.results)}/{len(self.inputs)} ok"
-            + (f" ({cached} cached)" if cached else "")
+            + (f" ({', '.join(spared)})" if spared else "")
             + f" · {len(self.failed) - skipped} failed"
             + (f" · {skipped} skipped (budget)" if skipped else "")
             + f" · {self.total_tokens} tokens · ${self.total_cost:.5f} · {self.wall_time_s:.1f} s"
@@ -184,6 +211,8 @@ class BatchResult:
             for f in self.failed[:10]
         )
         more = f"<li>… {len(self.failed) - 10} more</li>" if len(self.failed) > 10 else ""
-        return f"<div><b>Batch</b> · {html.escape(self._summary())}" + (
+        saved = self.saved
+        note = f"<br><small>{html.escape(str(saved))}</small>" if saved.requests or saved.dollars else ""
+        return f"<div><b>Batch</b> · {html.escape(self._summary())}{note}" + (
             f"<ul>{failures}{more}</ul></div>" if failures else "</div>"
         )

@@ -13,6 +13,10 @@ flight and for itself, stays within the budget; the estimate is the mean cost of
 before any has finished the dry-run estimate (``estimate.py``). Once an item does not fit, no further item
 starts and the rest are skipped (``BudgetExceededError``). The overshoot is at most what the items in flight
 cost beyond their estimate.
+
+Duplicates (``dedup``). Only the lead of each prompt is run; when it lands its twins take its result
+(``served_again``) or its error, are checkpointed and counted by the progress bar with it, and cost nothing: the
+budget sees one request. A lead the budget skips skips its twins.
 """
 
 from __future__ import annotations
@@ -80,10 +84,16 @@ class BatchRun:
     paid: list[float] = field(default_factory=list)
     """The cost of each item finished by a request (cache hits excluded), for the in-flight estimate."""
     over_budget: bool = False
+    twins: dict[int, list[int]] = field(default_factory=dict)
+    """Lead index -> the later indices with the same prompt, which take its result (``dedup``)."""
+    served_again: Callable[[Any], Any] | None = None
+    """A lead's result as its twin's (``BatchItem.served_again``)."""
 
     async def run(self, concurrency: int) -> float:
         """Run every item not done or failed already; return the wall time in seconds."""
-        pending = iter([i for i in range(len(self.inputs)) if i not in self.done and i not in self.errors])
+        waiting = {i for rows in self.twins.values() for i in rows}
+        leads = [i for i in range(len(self.inputs)) if i not in self.done and i not in self.errors and i not in waiting]
+        pending = iter(leads)
         started = time.perf_counter()
 
         async def worker() -> None:
@@ -102,8 +112,7 @@ class BatchRun:
                     self.done[index] = result
                     self._landed(index, result, None)
 
-        todo = len(self.inputs) - len(self.done) - len(self.errors)
-        await asyncio.gather(*(worker() for _ in range(min(concurrency, todo))))
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(leads)))))
         return time.perf_counter() - started
 
     def _fits(self, index: int) -> bool:
@@ -115,10 +124,12 @@ class BatchRun:
             self.in_flight[index] = estimate
             return True
         self.over_budget = True
-        self.errors[index] = BudgetExceededError(
+        skipped = BudgetExceededError(
             f"skipped: max_cost=${self.max_cost:g} would be passed (${self.spent:.4f} spent, "
             f"{len(self.in_flight)} in flight); run again with a larger max_cost to run it"
         )
+        for row in (index, *self.twins.get(index, ())):
+            self.errors[row] = skipped
         return False
 
     def _estimate(self, index: int) -> float:
@@ -133,13 +144,21 @@ class BatchRun:
             self.spent += result.cost
             if not getattr(result, "cached", False):
                 self.paid.append(result.cost)
-        if self.checkpoint is not None and self.to_payload is not None:
+        twins = self.twins.get(index, [])
+        for twin in twins:  # no await from the lead's landing to its twins': a cancellation cannot split them
             if error is None:
-                self.checkpoint.record(index, payload=self.to_payload(result))
+                assert self.served_again is not None  # twins are found only for a result type that has it
+                self.done[twin] = self.served_again(result)
             else:
-                self.checkpoint.record(index, error=f"{type(error).__name__}: {error}")
+                self.errors[twin] = error
+        if self.checkpoint is not None and self.to_payload is not None:
+            for row in (index, *twins):
+                if error is None:
+                    self.checkpoint.record(row, payload=self.to_payload(self.done[row]))
+                else:
+                    self.checkpoint.record(row, error=f"{type(error).__name__}: {error}")
         if self.progress is not None:
-            self.progress.update(1)
+            self.progress.update(1 + len(twins))
 
 
 def interrupted(kept: KeptBatch) -> BatchInterrupted:

@@ -160,6 +160,20 @@ class ChatResponse(BaseModel):
             "truncated": False,
         }
 
+    def served_again(self) -> ChatResponse:
+        """This reply for another row of the batch with the same prompt: no request, so ``cached`` and cost 0.
+
+        ``cached_cost`` is what the reply cost when it was made; the trace is one ``cache`` record, as a hit's.
+        """
+        paid = self.cached_cost if self.cached else self.cost
+        record: TraceRecord = {
+            "step": "cache", "node": "cache", "name": "duplicate", "model": self.model,
+            "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+            "cost": 0.0, "cached_cost": paid or 0.0, "latency_ms": 0.0,
+        }
+        update = {"cached": True, "cost": 0.0, "cached_cost": paid, "latency_ms": 0.0, "queue_ms": 0.0}
+        return self.model_copy(update={**update, "trace": [record]})
+
     def to_payload(self) -> dict[str, Any]:
         """This response as JSON for a batch checkpoint; ``output`` is rebuilt from ``message`` when read."""
         import pydantic_core

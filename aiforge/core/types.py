@@ -159,7 +159,8 @@ class TraceRecord(TypedDict):
       ``tool_calls`` (the names asked for); ``refusal`` when the model refused, ``stopped_by_limit`` when
       the tool cap answered its calls.
     - ``tool``: a tool call (``Toolset.execute``): ``id``, ``input`` (the arguments), ``output``, ``error``.
-    - ``cache``: a reply served from the response cache: the original tokens and ``cached_cost``.
+    - ``cache``: a reply served from the response cache (``name`` ``hit``) or from an identical row of the same
+      batch (``duplicate``): the original tokens and ``cached_cost``.
     - ``validation``: one check of a structured answer: ``attempt``, ``output``, ``error``, ``errors``.
     - ``context``: what ``%%chat`` sent for a ``{table}``: ``input`` (its shape), ``output``, ``input_tokens``.
     """
