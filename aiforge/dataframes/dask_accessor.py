@@ -18,7 +18,8 @@ the scheduler. Nothing here runs a scheduler, queue or worker pool of its own.
   output exactly once. With ``checkpoint=DIR`` (one file per partition, on a filesystem every worker sees)
   or a shared ``cache=``, the rows answered before the kill are not asked again.
 - Summary: each partition sends its costs, tokens and failures to a ``distributed.Queue``; after
-  ``compute()``, ``job_summary(result)`` gathers them into one ``JobSummary``.
+  ``compute()``, ``job_summary(result)`` gathers them into one ``JobSummary``, whose ``saved`` adds up the
+  partitions' ``BatchResult.saved`` (rows are deduplicated within a partition, not across partitions).
 - Progress: workers draw no bar (``partition.process_agent``): in JupyterLab a ``LocalCluster``'s workers write
   to the kernel's stderr, one box of stale bars per partition. ``compute(result)`` shows one bar on the client,
   over the partitions; ``distributed.progress(result.persist())`` and the dashboard work as usual.
@@ -36,6 +37,7 @@ import dask.dataframe as dd
 import pandas as pd
 from dask.dataframe.extensions import register_dataframe_accessor
 
+from aiforge.batch.savings import Savings
 from aiforge.core.progress import progress_bar, progress_enabled
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
@@ -76,7 +78,9 @@ class JobSummary:
     total_cost: float = 0.0
     total_tokens: int = 0
     cached: int = 0
-    """Rows answered by the response cache (or a checkpoint) instead of a request."""
+    """Rows answered by the response cache, an identical row of their partition (or a checkpoint), not a request."""
+    saved: Savings = field(default_factory=Savings)
+    """What the job did not spend against one request per row: the partitions' ``saved`` added up."""
 
 
 @register_dataframe_accessor("aiforge")
@@ -181,6 +185,7 @@ def job_summary(result: Any) -> JobSummary:
         summary.total_cost += report["cost"]
         summary.total_tokens += report["tokens"]
         summary.cached += report["cached"]
+        summary.saved += _savings_from_report(report["saved"])
     return summary
 
 
@@ -247,8 +252,23 @@ def _report(part: pd.DataFrame, columns: pd.DataFrame, job: DaskJob) -> None:
         "cost": batch.total_cost,
         "tokens": batch.total_tokens,
         "cached": batch.cached,
+        "saved": _savings_report(batch.saved),
     }
     Queue(job.queue).put(report)
+
+
+def _savings_report(saved: Savings) -> list[Any]:
+    """``saved`` as plain lists and dicts, which the scheduler's queue carries without pickling."""
+    def numbers(part: Savings) -> list[Any]:
+        return [part.requests, part.input_tokens, part.output_tokens, part.dollars]
+
+    return [*numbers(saved), saved.naive_requests, {name: numbers(part) for name, part in saved.by_source.items()}]
+
+
+def _savings_from_report(report: list[Any]) -> Savings:
+    requests, input_tokens, output_tokens, dollars, naive, sources = report
+    parts = {name: Savings(*part) for name, part in sources.items()}
+    return Savings(requests, input_tokens, output_tokens, dollars, naive, parts)
 
 
 def _keep_job(series: dd.Series, source: Any) -> dd.Series:

@@ -271,3 +271,18 @@ def test_compute_shows_one_bar_on_the_client_over_the_partitions(
     assert computed["response"].tolist() == [f"echo {i}" for i in range(1000, 1009)]
     assert "aiforge partitions" in err and "3/3" in err and "aiforge batch" not in err
     assert job_summary(result).partitions == 3
+
+
+def test_rows_repeated_within_a_partition_are_asked_once_and_the_summary_adds_up_what_was_saved(
+    client: Client, server: LLMServer
+) -> None:
+    frame = rows(24)
+    frame["review"] = [f"review #{1000 + i % 4} of the product" for i in range(24)]  # 4 prompts per 8-row partition
+    server.reset()
+    result = dd.from_pandas(frame, npartitions=3).aiforge.map("Summarise: {review}", **SETTINGS)
+    computed = result.persist().compute()
+    assert server.request_count == 3 * 4  # deduplicated within each partition, not across them
+    assert computed["response"].tolist() == [f"echo {1000 + i % 4}" for i in range(24)]
+    saved = job_summary(result).saved
+    assert (saved.requests, saved.naive_requests, saved.by_source["dedup"].requests) == (12, 24, 12)
+    assert saved.input_tokens > 0 and job_summary(result).cached == 12
