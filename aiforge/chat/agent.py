@@ -215,7 +215,8 @@ class ChatAgent:
         in ``failed`` and never stops the others; a row with a missing value (None, NaN, ``pd.NA``) fails
         with "missing value: <column>" and makes no call. A template naming an unknown column, or more
         than ``max_batch`` items, is a ``UsageError`` before any call rather than a silent truncation.
-        Each item is a fresh conversation: no memory is shared between items or with ``chat()``.
+        Each item is a fresh conversation: no memory is shared between items or with ``chat()``. Rows with the
+        same prompt are asked once (the others ``cached``, cost 0); ``BatchResult.saved`` says what that spared.
 
         ``cache``: None uses the ``CACHE`` setting; False turns it off; True, a path or ``"memory"`` use
         that cache. ``checkpoint``: a file recording each finished item as it lands; the same batch run
