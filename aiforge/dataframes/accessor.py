@@ -2,8 +2,9 @@
 
 Every operation is one ``run_batch`` (same progress bar, concurrency, failures kept per row), and
 returns pandas data aligned on the input's index, so ``df.join(df.aiforge.map(...))`` lines up, also
-on a filtered frame. The ``BatchResult`` (costs, tokens, ``failed``) is in the result's
-``.attrs["aiforge"]``; a failed row is null in the new columns (its error is in that batch).
+on a filtered frame. The ``BatchResult`` (costs, tokens, ``failed``, ``saved``) is in the result's
+``.attrs["aiforge"]``; a failed row is null in the new columns (its error is in that batch). Rows whose
+prompt is the same are asked once (``run_batch``'s dedup).
 
 Prompts are row templates (``core.templates``): ``"Classify: {review}"`` names a DataFrame's columns;
 on a Series, ``{value}`` (or the Series' name) is the value. ``agent=None`` builds a
