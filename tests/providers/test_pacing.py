@@ -93,11 +93,10 @@ def test_a_batch_of_ten_windows_stays_under_the_rpm_limit(server: LLMServer, pro
 
 @pytest.mark.slow
 def test_tpm_paces_by_estimated_tokens_corrected_by_usage(server: LLMServer) -> None:
-    prompt = "x" * 400  # ~100 prompt tokens + 50 max_tokens per request
+    # ~100 prompt tokens + 50 max_tokens per request; distinct, or run_batch would ask one prompt once.
+    prompts = [f"{i:03d}" + "x" * 397 for i in range(100)]
     server.tpm = 20 * 160
-    result = agent(OPENAI, server, TPM=20 * 160, MAX_TOKENS=50).run_batch(
-        [prompt] * 100, concurrency=20, max_batch=1000
-    )
+    result = agent(OPENAI, server, TPM=20 * 160, MAX_TOKENS=50).run_batch(prompts, concurrency=20, max_batch=1000)
 
     assert not result.failed
     assert server.rate_limited <= MAX_429_SHARE * server.request_count
