@@ -223,3 +223,18 @@ def test_ctrl_c_keeps_the_finished_prompts_rows_and_a_rerun_asks_each_other_prom
     assert [r.message for r in batch.results] == [f"done {row}" for row in ROWS]
     assert meter.answered == Counter(set(ROWS))  # every prompt answered exactly once over both runs
     assert batch.deduplicated == 10 and batch.saved.requests == 10
+
+
+def test_a_row_whose_prompt_a_checkpointed_row_answered_takes_that_answer_without_a_request(
+    srv: LLMServer, tmp_path: Path
+) -> None:
+    from aiforge.batch.identity import batch_identity, open_checkpoint
+
+    path, rows = tmp_path / "b.sqlite", ["great", "awful", "great"]
+    agent(srv).run_batch(rows, checkpoint=path)
+    # A checkpoint written before dedup: the first "great" finished, the second failed.
+    open_checkpoint(path, batch_identity(agent(srv), rows, None), restart=False).record(2, error="APIError: 500")
+    assert srv.request_count == 2
+    again = agent(srv).run_batch(rows, checkpoint=path)
+    assert srv.request_count == 2 and not again.failed
+    assert again.results[2].message == "echo: great" and again.results[2].cached and again.deduplicated == 1
