@@ -10,7 +10,8 @@ made and this one did not. Sources, named by the constants below:
 
 Both are read from the rows themselves, so rows restored from a checkpoint or an interrupted run count as what
 they were when they ran: ``total_cost + saved.dollars`` is the naive price of the column whichever run paid it.
-A row that failed saves nothing. Other sources (row packing, cascades, provider prompt caches, flex and Batch API
+Restoring a row is no saving of its own (the run that made it paid or saved it), and a row that failed saves
+nothing. Other sources (row packing, cascades, provider prompt caches, flex and Batch API
 tiers) add a ``Savings.of(source, ...)`` to ``BatchResult.extra_saved`` or, measured per row, a term here.
 """
 
