@@ -5,7 +5,8 @@ prompt text are the same request. The first row still to run of each prompt (its
 (its twins) take its answer when it lands, as the result type's ``served_again()`` (a ``ChatResponse``: marked
 ``cached``, cost 0, the lead's cost as ``cached_cost``), or fail with its error, each under its own index label.
 A row to run whose prompt a finished row (kept from a checkpoint or an interrupted run) already has takes that
-row's answer without a request. A result type without ``served_again`` is asked row by row.
+row's answer without a request. A result type without ``served_again``, or ``run_batch(dedup=False)`` (to sample
+one prompt several times at a temperature), asks row by row.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ class BatchArguments(TypedDict, total=False):
     restart: bool
     max_cost: float | None
     estimate: bool
+    dedup: bool
 
 
 BATCH_ARGUMENTS = tuple(BatchArguments.__annotations__)
@@ -41,6 +42,8 @@ class BatchOptions:
     restart: bool = False
     max_cost: float | None = None
     estimate: bool = False
+    dedup: bool = True
+    """Rows with the same prompt are asked once (``batch.dedup``); False asks every row (sampling at a temperature)."""
 
     def __post_init__(self) -> None:
         for name in ("concurrency", "max_batch"):
@@ -52,6 +55,8 @@ class BatchOptions:
             raise UsageError(f"max_cost must be a number of USD >= 0, got {cost!r}")
         if self.checkpoint is not None and (isinstance(self.checkpoint, bool) or self.checkpoint == "memory"):
             raise UsageError(f"checkpoint= is a file path (one file per batch), not {self.checkpoint!r}")
+        if not isinstance(self.dedup, bool):
+            raise UsageError(f"dedup= is True (each distinct prompt once) or False (every row), not {self.dedup!r}")
 
     @classmethod
     def of(cls, output: Any = None, **options: Any) -> BatchOptions:

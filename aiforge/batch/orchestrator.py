@@ -62,7 +62,7 @@ async def run_items(
     checkpoint = open_checkpoint(options.checkpoint, batch, options.restart)
     done = finished_items(batch, checkpoint, item_type, spec, restart=options.restart)
     errors: dict[int, BaseException] = {i: MissingValueError(why) for i, why in prompts.missing.items()}
-    served_again: Callable[[Any], Any] | None = getattr(item_type, "served_again", None)
+    served_again: Callable[[Any], Any] | None = getattr(item_type, "served_again", None) if options.dedup else None
     duplicates = Duplicates() if served_again is None else find_duplicates(inputs, done, errors)
     if options.estimate:
         return estimate_of(pricer_of(owner, spec), inputs, done, errors, dedup=served_again is not None)

@@ -216,7 +216,7 @@ class ChatAgent:
         with "missing value: <column>" and makes no call. A template naming an unknown column, or more
         than ``max_batch`` items, is a ``UsageError`` before any call rather than a silent truncation.
         Each item is a fresh conversation: no memory is shared between items or with ``chat()``. Rows with the
-        same prompt are asked once (the others ``cached``, cost 0); ``BatchResult.saved`` says what that spared.
+        same prompt are asked once (the rest ``cached``, cost 0, in ``.saved``); ``dedup=False`` asks every row.
 
         ``cache``: None uses the ``CACHE`` setting; False turns it off; True, a path or ``"memory"`` use
         that cache. ``checkpoint``: a file recording each finished item as it lands; the same batch run

@@ -238,3 +238,19 @@ def test_a_row_whose_prompt_a_checkpointed_row_answered_takes_that_answer_withou
     again = agent(srv).run_batch(rows, checkpoint=path)
     assert srv.request_count == 2 and not again.failed
     assert again.results[2].message == "echo: great" and again.results[2].cached and again.deduplicated == 1
+
+
+def test_dedup_false_asks_every_row_to_sample_one_prompt_several_times(srv: LLMServer) -> None:
+    batch = agent(srv, TEMPERATURE=0.9).run_batch(["Name a colour."] * 3, dedup=False)
+    assert srv.request_count == 3 and batch.cached == 0 and batch.saved.requests == 0
+    frame = pd.DataFrame({"review": ["good", "good"]})
+    frame.aiforge.map("Review: {review}", agent=agent(srv), dedup=False)
+    assert srv.request_count == 5
+
+
+def test_a_dedup_that_is_not_a_boolean_is_a_usage_error(srv: LLMServer) -> None:
+    from aiforge.core.types import UsageError
+
+    with pytest.raises(UsageError, match="dedup= is True"):
+        agent(srv).run_batch(TEXTS, dedup="no")  # type: ignore[typeddict-item]
+    assert srv.request_count == 0
