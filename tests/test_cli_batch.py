@@ -257,3 +257,17 @@ def test_ctrl_c_then_the_same_command_in_a_new_process_asks_only_the_rest(tmp_pa
     lines = target.read_text(encoding="utf-8").splitlines()
     assert lines[0] == "id,note,response" and lines[1:] == [f"{i},note {i},ok note {i}" for i in range(20)]
     assert not os.path.exists(kept)  # the automatic checkpoint is removed once the result is written
+
+
+def test_repeated_rows_are_asked_once_and_the_line_says_what_was_saved(
+    sentiment_provider: list[str], tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "reviews.csv"
+    source.write_text("id,review\n1,Love it!\n2,Broken.\n3,Love it!\n", encoding="utf-8")
+
+    code, out = run("batch", str(source), "--prompt", "Sentiment of: {review}", "--labels", "pos,neg",
+                    "-p", "sentiment")
+
+    assert code == 0 and len(sentiment_provider) == 2
+    assert out.splitlines()[1:] == ["1,Love it!,pos", "2,Broken.,neg", "3,Love it!,pos"]
+    assert "3 of 3 rows answered, $0.0000; saved 1 of 3 requests" in capsys.readouterr().err

@@ -101,8 +101,10 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     _write(result, target, out)
     if automatic and checkpoint is not None:
         discard(checkpoint)
+    saved = batch.saved
     print(
-        f"aiforge: {len(frame) - len(batch.failed)} of {len(frame)} rows answered, ${batch.total_cost:.4f}",
+        f"aiforge: {len(frame) - len(batch.failed)} of {len(frame)} rows answered, ${batch.total_cost:.4f}"
+        + (f"; {saved}" if saved.requests else ""),
         file=sys.stderr,
     )
 
