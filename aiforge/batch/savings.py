@@ -93,12 +93,16 @@ class Savings:
     def __str__(self) -> str:
         of = f" of {self.naive_requests:,}" if self.naive_requests else ""
         text = f"saved {self.requests:,}{of} requests, {self.tokens:,} tokens, ${self.dollars:.4f}"
-        parts = [
-            f"{name} {part.requests:,}" if part.requests else f"{name} ${part.dollars:.4f}"
-            for name, part in self.by_source.items()
-            if part.requests or part.dollars or part.tokens
-        ]
+        parts = [f"{name} {part._headline()}" for name, part in self.by_source.items() if part._headline()]
         return text + (f" ({', '.join(parts)})" if parts else "")
+
+    def _headline(self) -> str:
+        """A source's share in a few characters: its requests, else its dollars, else its tokens ("" if none)."""
+        if self.requests:
+            return f"{self.requests:,}"
+        if self.dollars:
+            return f"${self.dollars:.4f}"
+        return f"{self.tokens:,} tokens" if self.tokens else ""
 
     def __repr__(self) -> str:
         return f"Savings({self})"

@@ -39,6 +39,8 @@ def test_str_is_one_line_with_each_sources_requests() -> None:
 def test_a_source_that_saves_only_dollars_shows_its_dollars() -> None:
     saved = Savings.of("dedup", requests=3) + Savings.of("prompt_cache", input_tokens=900, dollars=0.0012)
     assert str(saved) == "saved 3 requests, 900 tokens, $0.0012 (dedup 3, prompt_cache $0.0012)"
+    unpriced = Savings.of("prompt_cache", input_tokens=900)
+    assert str(unpriced) == "saved 0 requests, 900 tokens, $0.0000 (prompt_cache 900 tokens)"
 
 
 def test_adding_merges_the_sources_and_sum_starts_from_zero() -> None:
