@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from aiforge.batch.cascade_spec import Cascade
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import RowTemplate
 from aiforge.core.types import UsageError
@@ -22,6 +23,7 @@ class BatchArguments(TypedDict, total=False):
     restart: bool
     max_cost: float | None
     estimate: bool
+    cascade: Cascade | None
 
 
 BATCH_ARGUMENTS = tuple(BatchArguments.__annotations__)
@@ -41,6 +43,7 @@ class BatchOptions:
     restart: bool = False
     max_cost: float | None = None
     estimate: bool = False
+    cascade: Cascade | None = None
 
     def __post_init__(self) -> None:
         for name in ("concurrency", "max_batch"):
@@ -52,6 +55,8 @@ class BatchOptions:
             raise UsageError(f"max_cost must be a number of USD >= 0, got {cost!r}")
         if self.checkpoint is not None and (isinstance(self.checkpoint, bool) or self.checkpoint == "memory"):
             raise UsageError(f"checkpoint= is a file path (one file per batch), not {self.checkpoint!r}")
+        if self.cascade is not None and not isinstance(self.cascade, Cascade):
+            raise UsageError(f"cascade= takes an aiforge.Cascade(first=..., then=...), not {self.cascade!r}")
 
     @classmethod
     def of(cls, output: Any = None, **options: Any) -> BatchOptions:

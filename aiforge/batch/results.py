@@ -15,6 +15,8 @@ from aiforge.core.types import AIForgeError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from aiforge.batch.cascade_report import CascadeReport
+
 
 class BatchItem(Protocol):
     """What a module's ``arun`` returns: a result ``BatchResult`` can total and show as a row."""
@@ -95,6 +97,8 @@ class BatchResult:
     """The pandas index of a Series or DataFrame input (``None``: a list, rows by position)."""
     output: OutputSpec | None = None
     """The ``output=`` type of the batch, whose fields become columns."""
+    cascade: CascadeReport | None = None
+    """What a ``cascade=`` batch did (each row's ``answered_by`` is a column of ``to_dataframe()``)."""
 
     @property
     def total_cost(self) -> float:
@@ -144,6 +148,8 @@ class BatchResult:
             error = f"{type(failure.error).__name__}: {failure.error}"
             rows[failure.position] = {"input": failure.input, **self.item_type.failed_row(error)}
         frame = pd.DataFrame(rows, columns=["input", *self.item_type.failed_row("")], index=self.index)
+        if self.cascade is not None:
+            frame["answered_by"] = pd.array(list(self.cascade.answered_by), dtype="string")
         if self.output is None:
             return frame
         typed = output_columns(values, self.output, frame.index)
@@ -174,7 +180,8 @@ class BatchResult:
         )
 
     def _repr_markdown_(self) -> str:
-        return f"**Batch** · {self._summary()}"
+        cascade = "" if self.cascade is None else f"\n\n{self.cascade}"
+        return f"**Batch** · {self._summary()}{cascade}"
 
     def _repr_html_(self) -> str:
         import html
@@ -184,6 +191,7 @@ class BatchResult:
             for f in self.failed[:10]
         )
         more = f"<li>… {len(self.failed) - 10} more</li>" if len(self.failed) > 10 else ""
-        return f"<div><b>Batch</b> · {html.escape(self._summary())}" + (
+        cascade = "" if self.cascade is None else self.cascade._repr_html_()
+        return f"<div><b>Batch</b> · {html.escape(self._summary())}{cascade}" + (
             f"<ul>{failures}{more}</ul></div>" if failures else "</div>"
         )

@@ -8,7 +8,7 @@ on a filtered frame. The ``BatchResult`` (costs, tokens, ``failed``) is in the r
 Prompts are row templates (``core.templates``): ``"Classify: {review}"`` names a DataFrame's columns;
 on a Series, ``{value}`` (or the Series' name) is the value. ``agent=None`` builds a
 ``ChatAgent(memory="none", **settings)``; the model is asked about each row independently either way.
-``cache=``, ``checkpoint=``, ``restart=`` and ``max_cost=`` are ``run_batch``'s and go to it.
+``cache=``, ``checkpoint=``, ``restart=``, ``max_cost=`` and ``cascade=`` are ``run_batch``'s and go to it.
 
 Importing this module registers the accessors (``aiforge`` imports it when pandas is imported).
 """
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pandas as pd
 
+from aiforge.batch.cascade_spec import Cascade
 from aiforge.batch.options import BATCH_ARGUMENTS
 from aiforge.batch.results import BatchResult
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
@@ -190,7 +191,10 @@ def _batch(
     if agent is None:
         from aiforge.chat.agent import ChatAgent
 
-        agent = ChatAgent(memory="none", **settings)
+        cascade = options.get("cascade")
+        then = cascade.then if isinstance(cascade, Cascade) else None
+        # A cascade's strong agent runs the batch: none is built only to be passed over.
+        agent = then if isinstance(then, ChatAgent) and not settings else ChatAgent(memory="none", **settings)
     elif settings:
         raise UsageError(
             f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
