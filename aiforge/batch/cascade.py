@@ -32,7 +32,7 @@ from aiforge.batch.options import BatchOptions
 from aiforge.batch.results import BatchResult, MissingValueError
 from aiforge.core.templates import batch_prompts
 from aiforge.core.types import CallParams, LabelScores, Message, UsageError
-from aiforge.providers import create_provider, label_scoring_providers
+from aiforge.providers import builtin_class, create_provider, label_scoring_providers
 
 if TYPE_CHECKING:
     from aiforge.batch.owner import BatchOwner
@@ -90,6 +90,8 @@ def scorer_of(first: BatchOwner | str, strong: BatchOwner, spec: OutputSpec) -> 
     """The cheap pass of ``first`` (an agent, or ``"local"`` with ``strong``'s system prompt); a ``UsageError``
     when its provider cannot score labels."""
     if first == LOCAL:
+        if not builtin_class(LOCAL).scores_labels:  # read from the class: the weights load only when they can
+            raise _cannot_score(LOCAL)
         provider = create_provider(strong.settings, LOCAL)
         system_prompt, params = strong._request_context()[0], CallParams(model=provider.default_model, output=spec)
         price: Callable[[LabelScores], float] = lambda scores: 0.0  # noqa: E731 - the embedded model is free
@@ -106,12 +108,16 @@ def scorer_of(first: BatchOwner | str, strong: BatchOwner, spec: OutputSpec) -> 
             ).cost
 
     if not provider.scores_labels:
-        raise UsageError(
-            f"Cascade(first=...) must give a confidence with each answer, and the {provider.registry_name} provider "
-            f"cannot score labels; use an agent on one that can ({', '.join(label_scoring_providers())}, or any "
-            "provider whose scores_labels is True)"
-        )
+        raise _cannot_score(provider.registry_name)
     return Scorer(provider, system_prompt, params, price)
+
+
+def _cannot_score(name: str) -> UsageError:
+    return UsageError(
+        f"Cascade(first=...) must give a confidence with each answer, and the {name} provider cannot score labels; "
+        f"use an agent on one that can ({', '.join(label_scoring_providers())}, or any provider whose "
+        "scores_labels is True)"
+    )
 
 
 def check_cascade_options(options: BatchOptions) -> None:
@@ -199,6 +205,7 @@ async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_
         first_model=scorer.params.model,
         then_model=strong.model,
         answered_by=tuple(answered_by),
+        sampled=tuple(sample),
         calibrated_on=len(calibrated),
         reference="then" if cascade.truth is None else f"truth:{cascade.truth}",
         threshold=chosen.threshold,

@@ -15,6 +15,8 @@ class CascadeReport:
     then_model: str
     answered_by: tuple[str | None, ...]
     """Per input position: ``"first"``, ``"then"``, or None for a row that failed or was never sent."""
+    sampled: tuple[int, ...]
+    """The input positions of the calibration sample (answered by ``then`` unless the reference is ``truth``)."""
     calibrated_on: int
     """Sample rows whose reference answer was known (the statistics' sample size)."""
     reference: str
