@@ -102,6 +102,9 @@ class BatchResult:
 
     @property
     def total_cost(self) -> float:
+        """USD spent: every result's cost, and with ``cascade`` the cheap model's scoring of every row."""
+        if self.cascade is not None:  # the cheap pass scored the rows the strong model answered too
+            return self.cascade.first_cost + self.cascade.then_cost
         total: float = sum(r.cost for r in self.results)
         return total
 

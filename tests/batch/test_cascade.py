@@ -180,17 +180,23 @@ def test_map_with_an_enum_output_cascades_on_its_values(strong: ScriptedProvider
 
 def test_the_report_prices_what_the_cascade_saved_against_the_strong_model_alone() -> None:
     billed = ScriptedProvider(default=strong_reply, model="gpt-4o")
-    billed.free = False
+    scorer = ScriptedProvider(scores=cheap_scores, model="gpt-4o-mini")
+    billed.free = scorer.free = False
     df = reviews(300)
+    cheap = ChatAgent(provider=scorer)
     batch = df.aiforge.classify(
-        "{review}", labels=LABELS, cascade=Cascade(first=cheap_agent(), then=ChatAgent(provider=billed))
+        "{review}", labels=LABELS, cascade=Cascade(first=cheap, then=ChatAgent(provider=billed))
     ).attrs["aiforge"]
     report = batch.cascade
     strong_rows = [r for r in batch.results if r.model == "gpt-4o"]
     per_row = sum(r.cost for r in strong_rows) / len(strong_rows)
-    assert report.then_cost_per_row == pytest.approx(per_row) and report.first_cost == 0.0
-    assert report.saved == pytest.approx(per_row * report.by_first) and report.saved > 0
-    assert report.then_cost == pytest.approx(batch.total_cost)
+    assert report.then_cost_per_row == pytest.approx(per_row)
+    assert report.first_cost == pytest.approx(cheap.cost_tracker.session_total)  # every row scored, kept or not
+    assert report.first_cost > 0
+    assert cheap.cost_tracker.calls == 300
+    assert len(scorer.calls) == 300
+    assert report.saved == pytest.approx(per_row * report.by_first - report.first_cost) and report.saved > 0
+    assert batch.total_cost == pytest.approx(report.then_cost + report.first_cost)
     assert f"saved ${report.saved:.5f}" in str(report) and "<b>Cascade</b>" in batch._repr_html_()
 
 
