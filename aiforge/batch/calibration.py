@@ -10,8 +10,9 @@ rows at or above it reaches ``target``. The first threshold that fails ends the 
 is chosen. Testing in an order fixed before the outcomes are seen needs no multiplicity correction (Bauer, 1991;
 the order here depends on the cheap model's confidences only, never on agreement), so the chance that the chosen
 threshold's agreement is below ``target`` is at most ``1 - confidence``: the guarantee of SUPG (Kang et al.,
-VLDB 2020) and BARGAIN (Zeighami et al., 2025) for a precision target. The sample rows are treated as independent
-draws from the batch's rows (a uniform sample without replacement, for which the binomial bound is conservative).
+VLDB 2020) and BARGAIN (Zeighami et al., 2025) for a precision target. "Agreement" is over all the batch's rows at
+or above the threshold. The bound treats the sample rows as independent draws from the batch's rows; they are a
+uniform sample drawn without replacement, whose agreement varies less than that (Hoeffding, 1963).
 """
 
 from __future__ import annotations

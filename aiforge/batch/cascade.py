@@ -92,7 +92,8 @@ def scorer_of(first: BatchOwner | str, strong: BatchOwner, spec: OutputSpec) -> 
     if first == LOCAL:
         if not builtin_class(LOCAL).scores_labels:  # read from the class: the weights load only when they can
             raise _cannot_score(LOCAL)
-        provider = create_provider(strong.settings, LOCAL)
+        # The strong agent's MODEL names its own model, which the embedded one would warn it ignores.
+        provider = create_provider(strong.settings.model_copy(update={"MODEL": None}), LOCAL)
         system_prompt, params = strong._request_context()[0], CallParams(model=provider.default_model, output=spec)
         price: Callable[[LabelScores], float] = lambda scores: 0.0  # noqa: E731 - the embedded model is free
     else:

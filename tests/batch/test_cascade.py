@@ -96,7 +96,7 @@ def test_the_kept_cheap_answers_meet_the_target_on_held_out_rows_with_fewer_stro
 
 def test_sample_rows_are_answered_by_the_strong_model_once(strong: ScriptedProvider) -> None:
     df = reviews(300)
-    cascade = Cascade(first=cheap_agent(), then=ChatAgent(provider=strong), sample=120)
+    cascade = Cascade(first=cheap_agent(), sample=120)  # then=None: the agent run_batch is called on
     batch = ChatAgent(provider=strong).run_batch(
         df["review"], max_batch=300, output=Literal["pos", "neg"], cascade=cascade
     )
@@ -118,6 +118,18 @@ def test_rows_keep_their_index_labels_and_say_which_model_answered(strong: Scrip
     first = frame.index[frame["answered_by"] == "first"][0]
     assert labels[first] == max(cheap_scores([{"role": "user", "content": df.at[first, "review"]}]).items(),
                                 key=lambda kv: kv[1])[0]
+
+
+def test_a_row_with_a_missing_value_fails_without_a_call_to_either_model(strong: ScriptedProvider) -> None:
+    df = reviews(300)
+    df.loc["r7", "review"] = None
+    scorer = ScriptedProvider(scores=cheap_scores)
+    cascade = Cascade(first=ChatAgent(provider=scorer), then=ChatAgent(provider=strong))
+    labels = df.aiforge.classify("{review}", labels=LABELS, cascade=cascade)
+    batch = labels.attrs["aiforge"]
+    assert [f.index for f in batch.failed] == ["r7"] and pd.isna(labels["r7"])
+    assert len(scorer.calls) == 299 and len(strong.calls) == batch.cascade.by_then
+    assert batch.cascade.answered_by[7] is None and pd.isna(batch.to_dataframe().at["r7", "answered_by"])
 
 
 def test_a_sample_where_no_threshold_passes_sends_every_row_to_the_strong_model(strong: ScriptedProvider) -> None:
