@@ -5,7 +5,8 @@
 2. A seeded random sample of the scored rows is answered by the strong model (``then``), or read from the
    user's labels (``truth=``). ``calibration.choose_threshold`` picks the confidence threshold.
 3. Rows at or above it keep the cheap answer; the others go to the strong model. A sample row already has
-   its strong answer and is never asked again.
+   its strong answer and is never asked again (one the strong model failed on keeps the cheap answer when
+   that is at or above the threshold, and stays failed otherwise, as any failed row of a batch).
 
 The strong model runs through ``run_items`` (handed in by the orchestrator: this module does not import it),
 so its rows get the cache, concurrency, progress bar and failures of any batch. Checkpoints, budgets and
@@ -138,7 +139,7 @@ async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_
     values = label_values(options.output)
     spec = options.output
     assert spec is not None
-    strong = cascade.then or owner
+    strong = owner if cascade.then is None else cascade.then
     scorer = scorer_of(cascade.first, strong, spec)
     prompts = batch_prompts(items, options.prompt)
     texts = prompts.texts

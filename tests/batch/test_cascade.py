@@ -132,6 +132,30 @@ def test_a_row_with_a_missing_value_fails_without_a_call_to_either_model(strong:
     assert batch.cascade.answered_by[7] is None and pd.isna(batch.to_dataframe().at["r7", "answered_by"])
 
 
+def test_a_row_the_strong_model_fails_on_is_failed_once_and_the_rest_still_calibrate() -> None:
+    from aiforge.core.types import ProviderError
+
+    def flaky(messages: list[Message]) -> Any:
+        if parts(messages[-1]["content"])[0] % 25 == 0:
+            raise ProviderError("upstream 500", provider="scripted")
+        return strong_reply(messages)
+
+    strong = ScriptedProvider(default=flaky)
+    df = reviews(300)
+    cascade = Cascade(first=cheap_agent(), then=ChatAgent(provider=strong, MAX_RETRIES=0))
+    batch = df.aiforge.classify("{review}", labels=LABELS, cascade=cascade).attrs["aiforge"]
+    asked = [call.last_user_message for call in strong.calls]
+    failed = {f.input for f in batch.failed}
+    assert failed and all(parts(text)[0] % 25 == 0 for text in failed) and len(asked) == len(set(asked))
+    assert all(isinstance(f.error, ProviderError) for f in batch.failed)
+    report = batch.cascade
+    failed_in_sample = [i for i in report.sampled if parts(df["review"].iloc[i])[0] % 25 == 0]
+    assert report.calibrated_on == 200 - len(failed_in_sample)  # calibrated on the answers it has
+    assert report.by_first > 0 and len(batch.results) == 300 - len(failed)
+    # A row the strong model failed on keeps the cheap answer when that is confident enough, like any other.
+    assert {report.answered_by[i] for i in failed_in_sample} == {None, "first"}
+
+
 def test_a_sample_where_no_threshold_passes_sends_every_row_to_the_strong_model(strong: ScriptedProvider) -> None:
     coin = ScriptedProvider(scores=lambda messages: {"pos": 0.6, "neg": 0.4})  # "pos" always: wrong half the time
     df = reviews(200)
