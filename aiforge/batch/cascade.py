@@ -216,6 +216,7 @@ async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_
         target=cascade.target,
         confidence=cascade.confidence,
         first_cost=sum(cost for _, cost, _ in scored.values()),
+        first_tokens=sum(scores.usage.input_tokens + scores.usage.output_tokens for scores, _, _ in scored.values()),
         then_cost=sum(r.cost for r in done.values()),
         then_cost_per_row=_cost_per_row(strong, spec, list(done.values()), [texts[i] for i in kept]),
     )

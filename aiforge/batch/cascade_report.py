@@ -31,6 +31,8 @@ class CascadeReport:
     confidence: float
     first_cost: float
     """USD spent by the cheap pass (every row scored)."""
+    first_tokens: int
+    """Tokens the cheap pass used (input and output, every row scored)."""
     then_cost: float
     """USD spent by the strong model (calibration sample included)."""
     then_cost_per_row: float

@@ -110,6 +110,12 @@ class BatchResult:
 
     @property
     def total_tokens(self) -> int:
+        """Input and output tokens: every result's, and with ``cascade`` the cheap model's on every row."""
+        if self.cascade is not None:
+            by = self.cascade.answered_by
+            strong = (r for i, r in zip(self.indices, self.results, strict=True) if by[i] == "then")
+            strong_tokens: int = sum(r.input_tokens + r.output_tokens for r in strong)
+            return self.cascade.first_tokens + strong_tokens
         return sum(r.input_tokens + r.output_tokens for r in self.results)
 
     @property

@@ -233,6 +233,9 @@ def test_the_report_prices_what_the_cascade_saved_against_the_strong_model_alone
     assert len(scorer.calls) == 300
     assert report.saved == pytest.approx(per_row * report.by_first - report.first_cost) and report.saved > 0
     assert batch.total_cost == pytest.approx(report.then_cost + report.first_cost)
+    assert batch.total_tokens == cheap.cost_tracker.total_tokens + sum(
+        r.input_tokens + r.output_tokens for r in strong_rows
+    )
     assert f"saved ${report.saved:.5f}" in str(report) and "<b>Cascade</b>" in batch._repr_html_()
 
 
