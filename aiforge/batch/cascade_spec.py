@@ -29,7 +29,8 @@ class Cascade:
     cheap answers are kept down to the lowest confidence threshold at which their agreement with that reference
     is at least ``target`` with probability ``confidence`` (one-sided Clopper-Pearson bound, fixed-sequence
     testing: ``aiforge.batch.calibration``); every other row goes to ``then``. The result's ``cascade`` is the
-    ``CascadeReport``.
+    ``CascadeReport``. It pays off when the batch is several times ``sample`` (a batch of ``sample`` rows or fewer
+    is all answered by ``then``).
     """
 
     first: BatchOwner | Literal["local"]
