@@ -21,6 +21,7 @@ _LAZY: dict[str, str] = {
     "load_settings": "aiforge.core.settings",
     "setup_logging": "aiforge.core.logs",
     "BatchResult": "aiforge.batch.results",
+    "Cascade": "aiforge.batch.cascade_spec",
     "BaseModule": "aiforge.modules.base",
     "CostTracker": "aiforge.core.costs",
     "describe": "aiforge.core.describe",
@@ -47,6 +48,7 @@ __all__ = [
     "APITimeoutError",
     "BaseModule",
     "BatchResult",
+    "Cascade",
     "ChatAgent",
     "ChatPanel",
     "ChatResponse",
@@ -74,6 +76,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from aiforge.batch.cascade_spec import Cascade
     from aiforge.batch.results import BatchResult
     from aiforge.chat.agent import ChatAgent
     from aiforge.chat.response import ChatResponse, ToolCallRecord

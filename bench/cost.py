@@ -8,6 +8,7 @@ list. Requests and tokens are the fake server's own counts (``fakellm`` counts t
   repeat most, as in real review exports), classified with ``df.aiforge.classify``. The naive run is the same
   rows split into batches that hold no repeat (each row asked once at full price), measured the same way; the
   row passes when ``BatchResult.saved`` equals naive minus paid, in requests, tokens and dollars.
+- cascade: ``bench/cost_cascade.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.common import OPENAI_MODEL, Row
+from bench.cost_cascade import cascade_rows
 
 GROUP = "cost"
 REVIEWS = 1000
@@ -120,7 +122,7 @@ def dedup_on_a_repeated_column(quick: bool) -> list[Row]:
     ]
 
 
-MEASURES: list[Callable[[bool], list[Row]]] = [dedup_on_a_repeated_column]
+MEASURES: list[Callable[[bool], list[Row]]] = [dedup_on_a_repeated_column, cascade_rows]
 """The group's rows, one small function each (``quick -> rows``)."""
 
 

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from aiforge.batch.cascade_spec import Cascade
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import RowTemplate
 from aiforge.core.types import UsageError
@@ -23,6 +24,7 @@ class BatchArguments(TypedDict, total=False):
     max_cost: float | None
     estimate: bool
     dedup: bool
+    cascade: Cascade | None
 
 
 BATCH_ARGUMENTS = tuple(BatchArguments.__annotations__)
@@ -44,6 +46,7 @@ class BatchOptions:
     estimate: bool = False
     dedup: bool = True
     """Rows with the same prompt are asked once (``batch.dedup``); False asks every row (sampling at a temperature)."""
+    cascade: Cascade | None = None
 
     def __post_init__(self) -> None:
         for name in ("concurrency", "max_batch"):
@@ -57,6 +60,8 @@ class BatchOptions:
             raise UsageError(f"checkpoint= is a file path (one file per batch), not {self.checkpoint!r}")
         if not isinstance(self.dedup, bool):
             raise UsageError(f"dedup= is True (each distinct prompt once) or False (every row), not {self.dedup!r}")
+        if self.cascade is not None and not isinstance(self.cascade, Cascade):
+            raise UsageError(f"cascade= takes an aiforge.Cascade(first=..., then=...), not {self.cascade!r}")
 
     @classmethod
     def of(cls, output: Any = None, **options: Any) -> BatchOptions:

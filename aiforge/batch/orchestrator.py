@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from aiforge.batch.cascade import run_cascade
 from aiforge.batch.dedup import Duplicates, find_duplicates
 from aiforge.batch.embedded import warn_if_embedded
 from aiforge.batch.estimate import BatchEstimate, estimate_of
@@ -44,9 +45,12 @@ async def run_items(
 ) -> BatchResult | BatchEstimate:
     """Run ``items``, a ``BatchResult`` in input order (a ``BatchEstimate`` with ``options.estimate``).
 
-    ``stopped`` receives what an interrupt kept, for the caller's one-line message.
+    ``stopped`` receives what an interrupt kept, for the caller's one-line message. With ``options.cascade``
+    the rows are shared between two models (``cascade``).
     """
     item_type = checked_item_type(owner)
+    if options.cascade is not None:
+        return await run_cascade(owner, items, options, run_items)
     spec = options.output
     if spec is not None and not options.estimate:
         warn_if_embedded(owner.provider)

@@ -19,6 +19,8 @@ from aiforge.core.types import AIForgeError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from aiforge.batch.cascade_report import CascadeReport
+
 
 class BatchItem(Protocol):
     """What a module's ``arun`` returns: a result ``BatchResult`` can total and show as a row."""
@@ -106,14 +108,25 @@ class BatchResult:
     """The ``output=`` type of the batch, whose fields become columns."""
     extra_saved: Savings = field(default_factory=Savings)
     """Savings not read from the rows (``saved`` adds them): ``result.extra_saved += Savings.of("packing", ...)``."""
+    cascade: CascadeReport | None = None
+    """What a ``cascade=`` batch did (each row's ``answered_by`` is a column of ``to_dataframe()``)."""
 
     @property
     def total_cost(self) -> float:
+        """USD spent: every result's cost, and with ``cascade`` the cheap model's scoring of every row."""
+        if self.cascade is not None:  # the cheap pass scored the rows the strong model answered too
+            return self.cascade.first_cost + self.cascade.then_cost
         total: float = sum(r.cost for r in self.results)
         return total
 
     @property
     def total_tokens(self) -> int:
+        """Input and output tokens: every result's, and with ``cascade`` the cheap model's on every row."""
+        if self.cascade is not None:
+            by = self.cascade.answered_by
+            strong = (r for i, r in zip(self.indices, self.results, strict=True) if by[i] == "then")
+            strong_tokens: int = sum(r.input_tokens + r.output_tokens for r in strong)
+            return self.cascade.first_tokens + strong_tokens
         return sum(r.input_tokens + r.output_tokens for r in self.results)
 
     @property
@@ -167,6 +180,8 @@ class BatchResult:
             error = f"{type(failure.error).__name__}: {failure.error}"
             rows[failure.position] = {"input": failure.input, **self.item_type.failed_row(error)}
         frame = pd.DataFrame(rows, columns=["input", *self.item_type.failed_row("")], index=self.index)
+        if self.cascade is not None:
+            frame["answered_by"] = pd.array(list(self.cascade.answered_by), dtype="string")
         if self.output is None:
             return frame
         typed = output_columns(values, self.output, frame.index)
@@ -201,7 +216,8 @@ class BatchResult:
         )
 
     def _repr_markdown_(self) -> str:
-        return f"**Batch** · {self._summary()}"
+        cascade = "" if self.cascade is None else f"\n\n{self.cascade}"
+        return f"**Batch** · {self._summary()}{cascade}"
 
     def _repr_html_(self) -> str:
         import html
@@ -213,6 +229,7 @@ class BatchResult:
         more = f"<li>… {len(self.failed) - 10} more</li>" if len(self.failed) > 10 else ""
         saved = self.saved
         note = f"<br><small>{html.escape(str(saved))}</small>" if saved.requests or saved.dollars else ""
-        return f"<div><b>Batch</b> · {html.escape(self._summary())}{note}" + (
+        cascade = "" if self.cascade is None else self.cascade._repr_html_()
+        return f"<div><b>Batch</b> · {html.escape(self._summary())}{note}{cascade}" + (
             f"<ul>{failures}{more}</ul></div>" if failures else "</div>"
         )

@@ -9,7 +9,7 @@ prompt is the same are asked once (``run_batch``'s dedup).
 Prompts are row templates (``core.templates``): ``"Classify: {review}"`` names a DataFrame's columns;
 on a Series, ``{value}`` (or the Series' name) is the value. ``agent=None`` builds a
 ``ChatAgent(memory="none", **settings)``; the model is asked about each row independently either way.
-``cache=``, ``checkpoint=``, ``restart=``, ``max_cost=`` and ``dedup=`` are ``run_batch``'s and go to it.
+``cache=``, ``checkpoint=``, ``restart=``, ``max_cost=``, ``dedup=`` and ``cascade=`` are ``run_batch``'s and go to it.
 
 Importing this module registers the accessors (``aiforge`` imports it when pandas is imported).
 """
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pandas as pd
 
+from aiforge.batch.cascade_spec import Cascade
 from aiforge.batch.options import BATCH_ARGUMENTS
 from aiforge.batch.results import BatchResult
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
@@ -191,7 +192,10 @@ def _batch(
     if agent is None:
         from aiforge.chat.agent import ChatAgent
 
-        agent = ChatAgent(memory="none", **settings)
+        cascade = options.get("cascade")
+        then = cascade.then if isinstance(cascade, Cascade) else None
+        # A cascade's strong agent runs the batch: none is built only to be passed over.
+        agent = then if isinstance(then, ChatAgent) and not settings else ChatAgent(memory="none", **settings)
     elif settings:
         raise UsageError(
             f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "

@@ -19,6 +19,7 @@ __all__ = [
     "builtin_class",
     "create_provider",
     "is_embedded",
+    "label_scoring_providers",
     "register_provider",
     "resolve_provider_name",
 ]
@@ -31,6 +32,7 @@ class BuiltinProviderClass(Protocol):
 
     supports_native_tools: bool
     embedded: bool
+    scores_labels: bool
 
     def __call__(self, settings: AIForgeSettings, /) -> Provider: ...
 
@@ -142,6 +144,18 @@ def resolve_provider_name(settings: AIForgeSettings) -> str:
 def is_embedded(name: str) -> bool:
     """Whether the provider registered as ``name`` is the embedded model (read from its class: nothing loads)."""
     return name in _BUILTIN and builtin_class(name).embedded
+
+
+def label_scoring_providers() -> list[str]:
+    """The built-in providers whose ``score_labels`` works (``scores_labels``), read from their classes."""
+    found = []
+    for name in sorted(_BUILTIN):
+        try:
+            if builtin_class(name).scores_labels:
+                found.append(name)
+        except ImportError:  # an optional SDK missing: that provider cannot be used at all here
+            continue
+    return found
 
 
 def builtin_class(name: str) -> BuiltinProviderClass:

@@ -15,22 +15,39 @@ script invalid JSON::
     assert fake.calls[0].params.output is OutputSpec.of(Review)
 
 ``fake.batches`` drives its in-process Batch API (``agent.submit_batch``; see ``scripted_batch``).
+
+``score_labels`` (a cascade's cheap pass) gives the next scripted reply's answer the probability ``confidence``
+and shares the rest among the other labels; ``scores=`` (a function of the messages returning ``{label: weight}``
+or one label, which then gets ``confidence``) scripts each row's confidence::
+
+    cheap = ScriptedProvider(scores=lambda messages: {"pos": 0.97, "neg": 0.03})
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pydantic_core
 
 from aiforge.core.tokens import CHARS_PER_TOKEN
-from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolSpec, Usage, new_tool_call
+from aiforge.core.types import (
+    CallParams,
+    Completion,
+    LabelScores,
+    Message,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    UsageError,
+    new_tool_call,
+)
 from aiforge.providers.base import Provider, StreamEvent, StructuredOutputMode
 from aiforge.providers.batch_api import BatchLimits
 from aiforge.providers.scripted_batch import ScriptedBatchAPI, ScriptedBatches
@@ -73,6 +90,8 @@ class ScriptedCall:
 
 
 Script = str | ScriptedReply | BaseException | Callable[[list[Message]], "str | ScriptedReply"]
+LabelScript = Callable[[list[Message]], "Mapping[str, float] | str"]
+"""``scores=``: the messages of one request -> each label's weight (normalised), or the one likely label."""
 
 
 def tool_call(name: str, arguments: dict[str, Any] | None = None, /, **kwargs: Any) -> ScriptedReply:
@@ -114,6 +133,7 @@ class ScriptedProvider(Provider):
     supports_streaming: ClassVar[bool] = True
     free = True
     structured_output: ClassVar[StructuredOutputMode] = "scripted"
+    scores_labels: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -123,6 +143,8 @@ class ScriptedProvider(Provider):
         model: str = "scripted-model",
         chunk_size: int = 2,
         delay: float = 0.0,
+        scores: LabelScript | None = None,
+        confidence: float = 0.9,
     ) -> None:
         # Built by the registry as ScriptedProvider(settings): a settings object is not a script.
         if isinstance(replies, str):
@@ -134,6 +156,10 @@ class ScriptedProvider(Provider):
         self.default_model = model
         self.chunk_size = chunk_size
         self.delay = delay
+        self.scores = scores
+        """How ``score_labels`` scores a request; None: the next scripted reply's answer gets ``confidence``."""
+        self.confidence = confidence
+        """The probability ``score_labels`` gives a request's one likely label (the rest is shared evenly)."""
         self.calls: list[ScriptedCall] = []
         self.batches = ScriptedBatches()
         """The jobs of this provider's in-process Batch API and the knobs that drive them."""
@@ -187,6 +213,26 @@ class ScriptedProvider(Provider):
             await asyncio.sleep(self.delay)
         return self._completion(self._next(messages), messages, params)
 
+    async def score_labels(self, messages: list[Message], labels: Sequence[str], params: CallParams) -> LabelScores:
+        """Each label's probability from ``scores``, or the next scripted reply's answer at ``confidence``."""
+        self.calls.append(ScriptedCall([m.copy() for m in messages], None, params))
+        scripted = self.scores(messages) if self.scores is not None else _answer(self._next(messages).text)
+        weights = scripted if isinstance(scripted, Mapping) else self._likely(scripted, labels)
+        unknown = [label for label in weights if label not in labels]
+        if unknown or not sum(weights.values()) > 0:
+            raise UsageError(f"scripted scores {dict(weights)!r} must weigh the labels {list(labels)!r} (sum > 0)")
+        total = sum(weights.values())
+        usage = Usage(input_tokens=sum(_count_tokens(m["content"]) for m in messages), output_tokens=1)
+        probabilities = {label: weights.get(label, 0.0) / total for label in labels}
+        return LabelScores(probabilities, usage, params.model or self.default_model)
+
+    def _likely(self, answer: str, labels: Sequence[str]) -> dict[str, float]:
+        """``answer`` at ``confidence``, the rest shared by the other labels (evenly over all if it is none)."""
+        if answer not in labels:
+            return dict.fromkeys(labels, 1.0)
+        rest = (1.0 - self.confidence) / max(1, len(labels) - 1)
+        return {label: self.confidence if label == answer else rest for label in labels}
+
     async def stream(
         self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
     ) -> AsyncIterator[StreamEvent]:
@@ -197,6 +243,17 @@ class ScriptedProvider(Provider):
                 await asyncio.sleep(self.delay)
             yield chunk
         yield self._completion(reply, messages, params)
+
+
+def _answer(text: str) -> str:
+    """A scripted reply as a label: a structured value's JSON (``{"value": ...}`` unwrapped) or the text itself."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text.strip()
+    if isinstance(value, dict) and set(value) == {"value"}:
+        value = value["value"]
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _chunks(text: str, words: int) -> Iterable[str]:

@@ -1,0 +1,69 @@
+"""``CascadeReport``: what a ``run_batch(cascade=...)`` did, on its ``BatchResult`` as ``cascade``."""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class CascadeReport:
+    """What a cascade did (``BatchResult.cascade``): who answered how many rows, the threshold, its bound, the cost."""
+
+    first_model: str
+    then_model: str
+    answered_by: tuple[str | None, ...]
+    """Per input position: ``"first"``, ``"then"``, or None for a row that failed or was never sent."""
+    sampled: tuple[int, ...]
+    """The input positions of the calibration sample (answered by ``then`` unless the reference is ``truth``)."""
+    calibrated_on: int
+    """Sample rows whose reference answer was known (the statistics' sample size)."""
+    reference: str
+    """What the cheap answers were checked against: ``"then"`` or ``"truth:<column>"``."""
+    threshold: float
+    """Cheap answers at or above this confidence were kept; ``math.inf`` when no threshold passed."""
+    agreement: float
+    """The agreement seen on the calibration rows at or above ``threshold`` (nan when none)."""
+    lower_bound: float
+    """The agreement of the kept cheap answers is at least this with probability ``confidence``."""
+    target: float
+    confidence: float
+    first_cost: float
+    """USD spent by the cheap pass (every row scored)."""
+    first_tokens: int
+    """Tokens the cheap pass used (input and output, every row scored)."""
+    then_cost: float
+    """USD spent by the strong model (calibration sample included)."""
+    then_cost_per_row: float
+    """The mean cost of a row the strong model answered (its dry-run estimate when it answered none)."""
+
+    @property
+    def by_first(self) -> int:
+        return self.answered_by.count("first")
+
+    @property
+    def by_then(self) -> int:
+        return self.answered_by.count("then")
+
+    @property
+    def saved(self) -> float:
+        """USD saved against sending every row to the strong model: its cost per row times the rows it was not
+        sent, minus what the cheap pass cost (negative when the cascade cost more)."""
+        return self.then_cost_per_row * self.by_first - self.first_cost
+
+    def __str__(self) -> str:
+        bound = (
+            f"agreement {self.agreement:.3f} (>= {self.lower_bound:.3f} at {self.confidence:.0%}) above "
+            f"{self.threshold:.3f}"
+            if math.isfinite(self.threshold)
+            else "no threshold reached the target"
+        )
+        return (
+            f"cascade: {self.by_first} rows by {self.first_model}, {self.by_then} by {self.then_model} · {bound}, "
+            f"target {self.target:g}, {self.calibrated_on} rows checked against {self.reference} · "
+            f"saved ${self.saved:.5f}"
+        )
+
+    def _repr_html_(self) -> str:
+        return f"<div><b>Cascade</b> · {html.escape(str(self).removeprefix('cascade: '))}</div>"

@@ -1,0 +1,62 @@
+"""``Cascade``: what ``run_batch(cascade=...)`` is asked for (``cascade`` runs it, ``cascade_report`` says what it did).
+
+A cheap model answers every row with a confidence; a calibration sample answered by the strong model (or the
+user's own labels) fixes the threshold above which the cheap answers are kept with a stated guarantee
+(``calibration``); the other rows go to the strong model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from aiforge.core.types import UsageError
+
+if TYPE_CHECKING:
+    from aiforge.batch.owner import BatchOwner
+
+LOCAL = "local"
+"""``Cascade(first="local")``: the embedded model, asked with the strong agent's system prompt."""
+
+
+@dataclass(frozen=True)
+class Cascade:
+    """Answer label rows with a cheap model where it is confident enough, the rest with a strong one.
+
+    ``first`` (an agent, or ``"local"``) scores every row's labels (``Provider.scores_labels``); a random
+    sample of ``sample`` rows (``seed``) is answered by ``then`` (the agent ``run_batch`` is called on when
+    None), or read from the DataFrame column ``truth`` (the user's labels: no strong call to calibrate). The
+    cheap answers are kept down to the lowest confidence threshold at which their agreement with that reference
+    is at least ``target`` with probability ``confidence`` (one-sided Clopper-Pearson bound, fixed-sequence
+    testing: ``aiforge.batch.calibration``); every other row goes to ``then``. The result's ``cascade`` is the
+    ``CascadeReport``. It pays off when the batch is several times ``sample`` (a batch of ``sample`` rows or fewer
+    is all answered by ``then``).
+    """
+
+    first: BatchOwner | Literal["local"]
+    then: BatchOwner | None = None
+    target: float = 0.9
+    confidence: float = 0.95
+    sample: int = 200
+    truth: str | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("target", "confidence"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+                raise UsageError(f"Cascade({name}=...) must be a number strictly between 0 and 1, got {value!r}")
+        if isinstance(self.sample, bool) or not isinstance(self.sample, int) or self.sample < 10:
+            raise UsageError(f"Cascade(sample=...) must be an integer >= 10 (rows to calibrate), got {self.sample!r}")
+        if not (self.first == LOCAL or _is_agent(self.first)):
+            raise UsageError(f'Cascade(first=...) takes an agent (a ChatAgent) or "local", got {self.first!r}')
+        if self.then is not None and not _is_agent(self.then):
+            raise UsageError(f"Cascade(then=...) takes an agent (a ChatAgent) or None, got {self.then!r}")
+        if self.truth is not None and not isinstance(self.truth, str):
+            raise UsageError(f"Cascade(truth=...) names the DataFrame column of your labels, got {self.truth!r}")
+
+
+def _is_agent(value: object) -> bool:
+    return not isinstance(value, str | type) and all(
+        hasattr(value, name) for name in ("provider", "_request_context", "_call_params", "_arun_batch_item")
+    )
