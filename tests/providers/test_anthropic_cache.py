@@ -48,21 +48,23 @@ def test_a_long_shared_system_prompt_is_marked_for_the_prompt_cache(
     ]
 
 
-@pytest.mark.parametrize(
-    ("model", "prompt"),
-    [(MODEL, SHORT_PROMPT), ("claude-haiku-4-5", LONG_PROMPT)],
-    ids=["under-1024-tokens", "under-haiku-4-5s-4096"],
-)
-def test_a_system_prompt_under_the_models_minimum_is_sent_unmarked(
-    llm_server: LLMServer, make_agent: Callable[..., ChatAgent], model: str, prompt: str
+def test_only_a_prefix_reaching_the_models_minimum_is_marked(
+    llm_server: LLMServer, make_agent: Callable[..., ChatAgent]
 ) -> None:
-    make_agent(prompt, MODEL=model).run("The kettle leaks.")
-    assert llm_server.requests[-1].body["system"] == prompt  # as without caching: nothing would be cached
+    make_agent(LONG_PROMPT).run("The kettle leaks.")
+    make_agent(SHORT_PROMPT).run("The kettle leaks.")  # under 1024 tokens
+    make_agent(LONG_PROMPT, MODEL="claude-haiku-4-5").run("The kettle leaks.")  # under Haiku 4.5's 4096
+    marked, short, haiku = (r.body["system"] for r in llm_server.requests)
+    assert marked == [{"type": "text", "text": LONG_PROMPT, "cache_control": EPHEMERAL}]
+    # Sent as without caching: a shorter prefix would not be cached, marked or not.
+    assert (short, haiku) == (SHORT_PROMPT, LONG_PROMPT)
 
 
 def test_prompt_cache_off_marks_nothing(llm_server: LLMServer, make_agent: Callable[..., ChatAgent]) -> None:
     make_agent(PROMPT_CACHE="off").run("The kettle leaks.")
-    assert llm_server.requests[-1].body["system"] == LONG_PROMPT
+    make_agent(PROMPT_CACHE="auto").run("The kettle leaks.")
+    off, auto = (r.body["system"] for r in llm_server.requests)
+    assert off == LONG_PROMPT and auto != LONG_PROMPT
 
 
 async def test_a_later_system_message_follows_the_cached_prompt_in_a_block_of_its_own(
