@@ -265,7 +265,7 @@ class _Handler(OpenAIWire, AnthropicWire, BaseHTTPRequestHandler):
         created = u.get("cache_creation_input_tokens", reply.cache_creation_tokens)
         if req.protocol == "anthropic" and not (cached or created or {"cached_tokens", "cache_read_input_tokens",
                                                                       "cache_creation_input_tokens"} & set(u)):
-            cached, created = self.server.llm.prompt_cache.usage(req.body, inp)
+            cached, created = self.server.llm.prompt_cache.usage(req.body, inp, req.time)
         return inp, out, cached, created
 
     # ---- SSE transport shared by both protocols

@@ -29,11 +29,15 @@ class PromptCache:
     def __init__(self) -> None:
         self.min_tokens = 1024
         self.ttl = 300.0
-        self._seen: dict = {}  # (model, prefix JSON) -> last use (time.monotonic())
+        self._seen: dict = {}  # (model, prefix JSON) -> (when first written, last use), time.monotonic()
         self._lock = threading.Lock()
 
-    def usage(self, body: Any, input_tokens: int) -> tuple[int, int]:
-        """``(read, written)`` tokens of ``body``'s marked prefix (at most ``input_tokens``), recording its use."""
+    def usage(self, body: Any, input_tokens: int, arrived: float) -> tuple[int, int]:
+        """``(read, written)`` tokens of ``body``'s marked prefix (at most ``input_tokens``), recording its use.
+
+        ``arrived`` is when the request came in (``time.monotonic()``): a request that arrived before the prefix
+        was first written cannot read it.
+        """
         prefix = _marked_prefix(body)
         if not prefix:
             return 0, 0
@@ -43,9 +47,12 @@ class PromptCache:
         key = (body.get("model"), _ENCODER.encode(prefix))
         now = time.monotonic()
         with self._lock:
-            last = self._seen.get(key)
-            self._seen[key] = now
-        return (tokens, 0) if last is not None and now - last <= self.ttl else (0, tokens)
+            written, last_use = self._seen.get(key, (None, 0.0))
+            if written is not None and now - last_use > self.ttl:
+                written = None  # expired: written again
+            hit = written is not None and arrived >= written
+            self._seen[key] = (now if written is None else written, now)
+        return (tokens, 0) if hit else (0, tokens)
 
     def clear(self) -> None:
         with self._lock:
