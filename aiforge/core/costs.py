@@ -43,6 +43,8 @@ class CostRecord:
     """What the call was for: "chat", "summary"..."""
     trace_id: str = ""
     conversation_id: str = ""
+    service_tier: str | None = None
+    """The tier the response says served the call (OpenAI's ``service_tier``), which ``cost`` is at."""
 
 
 COLUMNS = tuple(f.name for f in fields(CostRecord))
@@ -137,6 +139,7 @@ class CostTracker:
             kind=kind,
             trace_id=trace_id,
             conversation_id=conversation_id,
+            service_tier=service_tier,
         )
         with self._lock:
             self._add(entry)

@@ -293,6 +293,7 @@ def test_a_flex_reply_is_priced_at_the_flex_price(llm_server: LLMServer) -> None
     assert (flex.input_tokens, flex.output_tokens) == (standard.input_tokens, standard.output_tokens)
     assert standard.cost > 0 and flex.priced
     assert flex.cost == pytest.approx(standard.cost / 2)  # flex bills at Batch API rates
+    assert llm_server.requests[0].body["service_tier"] == "flex"
 
 
 def test_the_tier_that_served_the_call_is_priced_not_the_one_asked_for(llm_server: LLMServer) -> None:
@@ -301,6 +302,7 @@ def test_the_tier_that_served_the_call_is_priced_not_the_one_asked_for(llm_serve
     llm_server.enqueue(Reply(text="ok", usage=usage, service_tier="default"), Reply(text="ok", usage=usage))
     agent = _agent(llm_server, MODEL="gpt-4o-mini", SERVICE_TIER="priority")
     served_default, served_priority = agent.run("a"), agent.run("b")
+    assert [r.service_tier for r in agent.cost_tracker.records] == ["default", "priority"]
     assert served_default.cost == pytest.approx((1000 * 0.15 + 100 * 0.60) / 1e6)  # list price
     assert served_priority.cost == pytest.approx((1000 * 0.25 + 100 * 1.00) / 1e6)  # openai.com priority price
 
