@@ -9,6 +9,7 @@ list. Requests and tokens are the fake server's own counts (``fakellm`` counts t
   rows split into batches that hold no repeat (each row asked once at full price), measured the same way; the
   row passes when ``BatchResult.saved`` equals naive minus paid, in requests, tokens and dollars.
 - cascade: ``bench/cost_cascade.py``.
+- provider prompt caches: ``bench/cost_prompt_cache.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from bench.common import OPENAI_MODEL, Row
 from bench.cost_cascade import cascade_rows
+from bench.cost_prompt_cache import prompt_cache_savings
 
 GROUP = "cost"
 REVIEWS = 1000
@@ -122,7 +124,7 @@ def dedup_on_a_repeated_column(quick: bool) -> list[Row]:
     ]
 
 
-MEASURES: list[Callable[[bool], list[Row]]] = [dedup_on_a_repeated_column, cascade_rows]
+MEASURES: list[Callable[[bool], list[Row]]] = [dedup_on_a_repeated_column, cascade_rows, prompt_cache_savings]
 """The group's rows, one small function each (``quick -> rows``)."""
 
 

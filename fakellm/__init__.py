@@ -21,6 +21,7 @@ Modules, by idea and protocol:
 * ``handler``: the threaded HTTP server and request handler (routing, faults, streaming)
 * ``server``: ``LLMServer`` (lifecycle, scripting queue, observation, rate limits) and its command line
 * ``batches``: the OpenAI Files + Batches and Anthropic Message Batches APIs (``srv.batches``)
+* ``prompt_cache``: Anthropic's prompt cache, cache writes and reads for ``cache_control`` (``srv.prompt_cache``)
 
 Not part of aiforge: the wheel ships ``aiforge`` only. It lives at the top of the repository so that
 ``tests/`` and ``bench/`` both import it.

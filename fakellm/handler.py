@@ -263,6 +263,9 @@ class _Handler(OpenAIWire, AnthropicWire, BaseHTTPRequestHandler):
         out = u.get("output_tokens", u.get("completion_tokens", out_chars // 4 + 1))
         cached = u.get("cached_tokens", u.get("cache_read_input_tokens", reply.cached_tokens))
         created = u.get("cache_creation_input_tokens", reply.cache_creation_tokens)
+        if req.protocol == "anthropic" and not (cached or created or {"cached_tokens", "cache_read_input_tokens",
+                                                                      "cache_creation_input_tokens"} & set(u)):
+            cached, created = self.server.llm.prompt_cache.usage(req.body, inp, req.time)
         return inp, out, cached, created
 
     # ---- SSE transport shared by both protocols

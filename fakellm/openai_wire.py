@@ -34,6 +34,7 @@ _OPENAI_ERROR_TYPES = {
     429: "requests",
 }
 _OPENAI_ERROR_CODES = {401: "invalid_api_key", 429: "rate_limit_exceeded"}
+_SERVED_TIERS = {"flex": "flex", "priority": "priority"}
 
 
 # What OpenAI sends as an SSE `data:` line when generation fails mid-stream.
@@ -212,6 +213,8 @@ class OpenAIWire:
         finish = _TO_OPENAI_FINISH.get(finish, finish)
         calls = [(tc, tc.id or _new_id("call_")) for tc in reply.tool_calls]
         inp, out, cached, _ = self._usage(req, reply)
+        # The tier that served the call: the one asked for, "auto" resolving to "default" (no Scale Tier here).
+        tier = reply.service_tier or _SERVED_TIERS.get(body.get("service_tier"), "default")
         usage = {
             "prompt_tokens": inp,
             "completion_tokens": out,
@@ -246,7 +249,7 @@ class OpenAIWire:
                 "model": model,
                 "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
                 "usage": usage,
-                "service_tier": "default",
+                "service_tier": tier,
                 "system_fingerprint": None,
             }
             return self._respond_json(200, resp, headers, partial=reply.drop_after_chunks is not None)
@@ -257,7 +260,7 @@ class OpenAIWire:
             "object": "chat.completion.chunk",
             "created": created,
             "model": model,
-            "service_tier": "default",
+            "service_tier": tier,
             "system_fingerprint": None,
         }
         if include_usage:

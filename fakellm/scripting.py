@@ -78,6 +78,8 @@ class Reply:
     # A refusal: OpenAI `message.refusal` (and `delta.refusal` when streaming) with null content;
     # Anthropic stop_reason "refusal" with the text as the content.
     refusal: str | None = None
+    # OpenAI: the service_tier the answer says served it; None answers the tier asked for ("auto" -> "default").
+    service_tier: str | None = None
 
     def __post_init__(self) -> None:
         self.text = self.text or ""  # tolerate Reply(text=None)

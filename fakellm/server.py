@@ -24,6 +24,7 @@ from typing import Any
 
 from fakellm.batches import BatchAPI
 from fakellm.handler import _Handler, _HTTPServer
+from fakellm.prompt_cache import PromptCache
 from fakellm.scripting import Fault, RecordedRequest, Reply, estimate_input_tokens, sample_output
 
 
@@ -88,6 +89,7 @@ class LLMServer:
         self._httpd = _HTTPServer((host, port), _Handler)
         self._httpd.llm = self
         self.batches = BatchAPI(self)
+        self.prompt_cache = PromptCache()  # Anthropic's cache_control, billed as the API bills it
         self.host, self.port = self._httpd.server_address[:2]
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"LLMServer:{self.port}", daemon=True

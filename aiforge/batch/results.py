@@ -32,7 +32,11 @@ class BatchItem(Protocol):
     """The validated structured output; read only for batches run with ``output=``."""
 
     def to_row(self) -> dict[str, Any]:
-        """This result's row of ``BatchResult.to_dataframe``: every column but ``input``."""
+        """This result's row of ``BatchResult.to_dataframe``: every column but ``input``.
+
+        A result type may also give some columns a pandas dtype with a ``column_dtypes`` class attribute
+        (``{"cached_tokens": "Int64"}``); without one every column's dtype is inferred.
+        """
         ...
 
     @classmethod
@@ -180,6 +184,9 @@ class BatchResult:
             error = f"{type(failure.error).__name__}: {failure.error}"
             rows[failure.position] = {"input": failure.input, **self.item_type.failed_row(error)}
         frame = pd.DataFrame(rows, columns=["input", *self.item_type.failed_row("")], index=self.index)
+        dtypes: dict[str, str] = getattr(self.item_type, "column_dtypes", {})  # optional on a result type
+        if dtypes:
+            frame = frame.astype(dtypes)
         if self.cascade is not None:
             frame["answered_by"] = pd.array(list(self.cascade.answered_by), dtype="string")
         if self.output is None:

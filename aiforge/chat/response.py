@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +25,7 @@ TRACE_COLUMNS = [
 ]
 
 BATCH_COLUMNS = [
-    "input", "message", "model", "input_tokens", "output_tokens", "cost",
+    "input", "message", "model", "input_tokens", "output_tokens", "cached_tokens", "cost",
     "latency_ms", "iterations", "tool_calls", "error", "trace_id", "cached", "truncated",
 ]
 """The columns of ``BatchResult.to_dataframe`` for a batch of chat turns."""
@@ -100,6 +100,8 @@ class ChatResponse(BaseModel):
     """Total cost in USD for this turn (summaries included)."""
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
+    """Of ``input_tokens``, those read from the provider's prompt cache (billed at its cached-input rate)."""
     model: str = ""
     trace_id: str = ""
     """Trace id of this turn (16-char hex)."""
@@ -132,6 +134,7 @@ class ChatResponse(BaseModel):
             "model": self.model,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "cached_tokens": self.cached_tokens,
             "cost": self.cost,
             "latency_ms": self.latency_ms,
             "iterations": self.iterations,
@@ -150,6 +153,7 @@ class ChatResponse(BaseModel):
             "model": None,
             "input_tokens": 0,
             "output_tokens": 0,
+            "cached_tokens": 0,
             "cost": 0.0,
             "latency_ms": None,
             "iterations": 0,
@@ -173,6 +177,9 @@ class ChatResponse(BaseModel):
         }
         update = {"cached": True, "cost": 0.0, "cached_cost": paid, "latency_ms": 0.0, "queue_ms": 0.0}
         return self.model_copy(update={**update, "trace": [record]})
+
+    column_dtypes: ClassVar[dict[str, str]] = {"cached_tokens": "Int64"}
+    """Batch columns given a pandas dtype (``BatchResult.to_dataframe``); the others are inferred."""
 
     def to_payload(self) -> dict[str, Any]:
         """This response as JSON for a batch checkpoint; ``output`` is rebuilt from ``message`` when read."""

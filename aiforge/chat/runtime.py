@@ -117,6 +117,7 @@ class Turn:
         entry = runtime.cost_tracker.record(
             usage, model, provider=runtime.provider_name, kind=kind, trace_id=self.trace_id,
             conversation_id=self.conversation_id, price_overrides=runtime.price_overrides, free=runtime.free,
+            service_tier=completion.service_tier,
         )
         self.cost += entry.cost
         self.priced = self.priced and entry.priced

@@ -10,7 +10,7 @@ from aiforge.chat.tool_runner import Toolset
 from aiforge.core.costs import CostTracker
 from aiforge.core.settings import AIForgeSettings, load_settings
 from aiforge.core.types import CallParams, ConfigError, UsageError
-from aiforge.providers.base import warn_if_temperature_unsent
+from aiforge.providers.base import warn_of_unsent_settings
 from aiforge.providers.prompted import PromptedTools
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class AgentSetup:
     def runtime(self, toolset: Toolset, native_tools: bool, cost_tracker: CostTracker) -> AgentRuntime:
         """The agent's turn runtime: the provider as the graph sees it, the call parameters, tools and costs."""
         settings, provider = self.settings, self.provider
-        warn_if_temperature_unsent(provider, settings)
+        warn_of_unsent_settings(provider, settings)
         # A provider with its own default (the embedded model's measured one) picks it; a TEMPERATURE the user set wins.
         unset = provider.default_temperature is not None and "TEMPERATURE" not in settings.model_fields_set
         return AgentRuntime(
@@ -79,7 +79,11 @@ class AgentSetup:
             provider_name=self.provider_name,
             free=provider.free,
             params=CallParams(
-                model=self.model, temperature=None if unset else settings.TEMPERATURE, max_tokens=settings.MAX_TOKENS
+                model=self.model,
+                temperature=None if unset else settings.TEMPERATURE,
+                max_tokens=settings.MAX_TOKENS,
+                service_tier=settings.SERVICE_TIER,
+                prompt_cache=settings.PROMPT_CACHE == "auto",
             ),
             toolset=toolset,
             cost_tracker=cost_tracker,

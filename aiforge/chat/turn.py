@@ -138,6 +138,7 @@ def _response(
         cost=turn.cost,
         input_tokens=outcome.input_tokens + sum(r["input_tokens"] for r in summaries),
         output_tokens=outcome.output_tokens + sum(r["output_tokens"] for r in summaries),
+        cached_tokens=sum(r.get("cached_input_tokens", 0) for r in trace if r["step"] == "model"),
         model=outcome.model,
         trace_id=turn.trace_id,
         # The turn's own time: waiting for the pacer or the local engine's queue is queue_ms.

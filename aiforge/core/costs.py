@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from aiforge.core.pricing import price_of
+from aiforge.core.pricing import lookup_price, price_of
 from aiforge.core.types import Usage
 
 if TYPE_CHECKING:
@@ -43,12 +43,14 @@ class CostRecord:
     """What the call was for: "chat", "summary"..."""
     trace_id: str = ""
     conversation_id: str = ""
+    service_tier: str | None = None
+    """The tier the response says served the call (OpenAI's ``service_tier``), which ``cost`` is at."""
 
 
 COLUMNS = tuple(f.name for f in fields(CostRecord))
 """``CostRecord`` field names, the columns of ``CostTracker.to_dataframe``."""
 
-_warned_models: set[str] = set()
+_warned_models: set[tuple[str, str | None]] = set()
 _warned_lock = threading.Lock()
 
 
@@ -68,11 +70,20 @@ def _caller_stacklevel() -> int:
     return 1
 
 
-def _warn_unpriced_once(model: str) -> None:
+def _warn_unpriced_once(model: str, service_tier: str | None) -> None:
     with _warned_lock:
-        if model in _warned_models:
+        if (model, service_tier) in _warned_models:
             return
-        _warned_models.add(model)
+        _warned_models.add((model, service_tier))
+    if lookup_price(model) is not None:  # the model has a list price, but not at the tier that served the call
+        warnings.warn(
+            f"aiforge has no {service_tier}-tier price for model {model!r}: its calls at that service tier are "
+            "recorded at $0.00 (priced=False). The tier prices are core/pricing.py's FLEX_DISCOUNT and "
+            "PRIORITY_PRICES; SERVICE_TIER=default is billed at the list price.",
+            UserWarning,
+            stacklevel=_caller_stacklevel(),
+        )
+        return
     warnings.warn(
         f"aiforge has no price for model {model!r}: its calls are recorded at $0.00. "
         f"Add it to the PRICES setting, e.g. PRICES={{{model!r}: {{'input': 1.0, 'output': 2.0}}}} "
@@ -105,14 +116,16 @@ class CostTracker:
         conversation_id: str = "",
         price_overrides: Mapping[str, Any] | None = None,
         free: bool = False,
+        service_tier: str | None = None,
     ) -> CostRecord:
         """Price one call with ``price_of`` and add it; returns the record.
 
         ``price_overrides`` is the ``PRICES`` setting. ``free`` marks a provider whose calls cost
-        nothing (local, scripted): cost 0.0, priced, no warning. A model with no price is recorded
-        at 0.0 with ``priced=False`` and one ``UserWarning`` per model per process.
+        nothing (local, scripted): cost 0.0, priced, no warning. ``service_tier`` is the tier the
+        response says served the call. A model with no price (at that tier) is recorded at 0.0 with
+        ``priced=False`` and one ``UserWarning`` per model and tier per process.
         """
-        cost, priced = (0.0, True) if free else price_of(usage, model, price_overrides)
+        cost, priced = (0.0, True) if free else price_of(usage, model, price_overrides, service_tier)
         entry = CostRecord(
             timestamp=time.time(),
             provider=provider,
@@ -126,13 +139,14 @@ class CostTracker:
             kind=kind,
             trace_id=trace_id,
             conversation_id=conversation_id,
+            service_tier=service_tier,
         )
         with self._lock:
             self._add(entry)
         # With no token counts (plain function providers) there is nothing PRICES could fix:
         # the record says unpriced, but a warning would only be noise.
         if not priced and usage.total_tokens:
-            _warn_unpriced_once(model)
+            _warn_unpriced_once(model, service_tier)
         return entry
 
     def extend(self, records: Iterable[CostRecord]) -> None:

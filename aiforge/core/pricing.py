@@ -1,7 +1,8 @@
 """Model prices and the cost of a call: ``price_of(usage, model)``.
 
 The table holds published list prices in USD per 1M tokens as of November 2025 (``PRICES_AS_OF``),
-standard tier, no batch or priority discounts. Anthropic cache writes are the 5-minute ones
+standard tier; OpenAI's flex and priority tiers (``FLEX_DISCOUNT``, ``PRIORITY_PRICES``) and the Batch
+APIs' discount (``BATCH_DISCOUNT``) have tables of their own. Anthropic cache writes are the 5-minute ones
 (1.25x input) and cache reads 0.1x input; Sonnet's long-context rate (prompts over 200K tokens) is
 not modelled. OpenAI does not bill cache writes, so its ``cache_write`` equals ``input``.
 
@@ -18,9 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from aiforge.core.types import ConfigError, Usage
+
+T = TypeVar("T")
 
 PRICES_AS_OF = "2025-11"
 """The month the built-in table reflects."""
@@ -94,6 +97,34 @@ _BUILTIN: dict[str, ModelPrice] = {
 PRICE_TABLE: Mapping[str, ModelPrice] = MappingProxyType(_BUILTIN)
 """The built-in prices, read-only; extend or replace entries with the ``PRICES`` setting."""
 
+# Service tiers (OpenAI's ``service_tier``): the response says which tier served the call, and that is priced.
+_LIST_TIERS = frozenset({None, "default", "auto", "standard"})
+"""Tiers billed at the list price: OpenAI's ``default`` (and ``auto`` before it resolves), Anthropic's ``standard``."""
+
+# Flex processing bills "at Batch API rates" (developers.openai.com/api/docs/guides/flex-processing), half the
+# list price; in beta for o3 and o4-mini (April 2025) and the GPT-5 models. A flex reply of another model is
+# unpriced rather than guessed.
+FLEX_DISCOUNT: Mapping[str, float] = MappingProxyType(
+    {"o3": 0.5, "o4-mini": 0.5, "gpt-5": 0.5, "gpt-5-mini": 0.5, "gpt-5-nano": 0.5}
+)
+"""The share of the list price (``PRICES`` included) a flex-tier call bills, by model."""
+
+# Priority processing, USD per 1M tokens (input / cached input / output) from openai.com/api-priority-processing
+# (short-context rates). gpt-4o-2024-05-13 has no cached rate there: its cached input pays the input rate.
+PRIORITY_PRICES: Mapping[str, ModelPrice] = MappingProxyType({
+    "gpt-5": _openai(2.50, 0.25, 20.00),
+    "gpt-5-mini": _openai(0.45, 0.045, 3.60),
+    "gpt-4.1": _openai(3.50, 0.875, 14.00),
+    "gpt-4.1-mini": _openai(0.70, 0.175, 2.80),
+    "gpt-4.1-nano": _openai(0.20, 0.05, 0.80),
+    "gpt-4o": _openai(4.25, 2.125, 17.00),
+    "gpt-4o-2024-05-13": _openai(8.75, 8.75, 26.25),
+    "gpt-4o-mini": _openai(0.25, 0.125, 1.00),
+    "o3": _openai(3.50, 0.875, 14.00),
+    "o4-mini": _openai(2.00, 0.50, 8.00),
+})
+"""What a priority-tier call bills, by model; a priority reply of a model missing here is unpriced."""
+
 # A snapshot or alias of a base model: gpt-4o-2024-08-06, claude-3-5-haiku-20241022,
 # claude-3-5-haiku-latest, claude-3-5-haiku@20241022 (Vertex). Requiring the whole remainder to be
 # such a suffix is what keeps gpt-4o-mini-2024-07-18 from resolving to gpt-4o, or
@@ -104,7 +135,7 @@ _PRICE_KEYS = ("input", "output", "cached_input", "cache_write")
 _FIX_HINT = "Fix PRICES in aiforge.yaml, the AIFORGE_PRICES environment variable or the PRICES= keyword."
 
 
-def _resolve(model: str, table: Mapping[str, ModelPrice]) -> ModelPrice | None:
+def _resolve(model: str, table: Mapping[str, T]) -> T | None:
     name = model.strip().lower()
     # "openai/gpt-4o", "openrouter/anthropic/claude-sonnet-4-5": the last segment names the model.
     for candidate in dict.fromkeys((name, name.rsplit("/", 1)[-1])):
@@ -175,12 +206,26 @@ def lookup_price(model: str, overrides: Mapping[str, Any] | None = None) -> Mode
     return _resolve(model, {**_BUILTIN, **parse_price_overrides(overrides)})
 
 
-def price_of(usage: Usage, model: str, overrides: Mapping[str, Any] | None = None) -> tuple[float, bool]:
-    """``(cost in USD, priced)`` of one call; ``(0.0, False)`` when the model has no price."""
+def price_of(
+    usage: Usage, model: str, overrides: Mapping[str, Any] | None = None, service_tier: str | None = None
+) -> tuple[float, bool]:
+    """``(cost in USD, priced)`` of one call; ``(0.0, False)`` when the model has no price at ``service_tier``.
+
+    ``service_tier`` is the tier the response reports it was served at (OpenAI's ``service_tier``); None,
+    ``default``, ``auto`` and ``standard`` are the list price.
+    """
     price = lookup_price(model, overrides)
     if price is None:
         return 0.0, False
-    return price.cost_of(usage), True
+    if service_tier in _LIST_TIERS:
+        return price.cost_of(usage), True
+    if service_tier == "flex":
+        discount = _resolve(model, FLEX_DISCOUNT)
+        return (0.0, False) if discount is None else (price.cost_of(usage) * discount, True)
+    if service_tier == "priority":
+        priority = _resolve(model, PRIORITY_PRICES)
+        return (0.0, False) if priority is None else (priority.cost_of(usage), True)
+    return 0.0, False  # a tier aiforge has no prices for ("scale"): unknown, not guessed
 
 
 BATCH_DISCOUNT: Mapping[str, float] = MappingProxyType({"openai": 0.5, "anthropic": 0.5, "scripted": 0.5})

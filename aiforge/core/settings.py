@@ -25,6 +25,7 @@ from aiforge.core.types import ConfigError
 ENV_PREFIX = "AIFORGE_"
 
 Quality = Literal["high", "medium", "low"]
+ServiceTier = Literal["auto", "default", "flex", "priority"]
 
 
 class ChatSection(BaseModel):
@@ -84,6 +85,12 @@ class AIForgeSettings(BaseSettings):
     """Requests per minute to stay under, shared by every agent on the same endpoint and key."""
     TPM: int | None = Field(default=None, ge=1)
     """Tokens per minute (prompt characters / 4 + max_tokens, corrected by usage) to stay under."""
+    SERVICE_TIER: ServiceTier | None = None
+    """OpenAI's processing tier, sent as ``service_tier`` to Chat Completions (openai, internal_gateway): auto,
+    default, flex (half price, slower) or priority; None sends none. Calls are priced at the tier that served them."""
+    PROMPT_CACHE: Literal["auto", "off"] = "auto"
+    """"auto" marks a request's shared prefix (tools, system prompt) for the provider's prompt cache when it is long
+    enough to be cached (Anthropic's ``cache_control``); "off" never marks it."""
     MODEL_ROUTER_ENABLED: bool = True
     DEFAULT_QUALITY: Quality | None = None
 

@@ -221,6 +221,9 @@ class Completion:
     # The model declined to answer a structured request (OpenAI ``refusal``, Anthropic stop reason
     # ``refusal``): its explanation, possibly empty. ``None`` when it did not refuse.
     refusal: str | None = None
+    # The service tier the response says served the call (OpenAI's ``service_tier``: ``default``, ``flex``,
+    # ``priority``), which is what it is priced at; None when the response does not say.
+    service_tier: str | None = None
 
 
 @dataclass(slots=True)
@@ -251,6 +254,12 @@ class CallParams:
     model: str
     temperature: float | None = None
     max_tokens: int | None = None
+    # The processing tier to ask for (the ``SERVICE_TIER`` setting); None sends none. Only providers whose
+    # ``service_tier_unsent`` is None send it.
+    service_tier: str | None = None
+    # Mark the shared prefix of a request (tools, system prompt) for the provider's prompt cache where the
+    # provider has one that must be asked for (``PROMPT_CACHE``; Anthropic's ``cache_control``).
+    prompt_cache: bool = True
     # The structured answer asked for (``aiforge.core.output.OutputSpec``), or None for free text.
     # A provider given one makes its final answer the JSON of that type by its own mechanism
     # (strict json_schema, output_config, constrained decoding, instructions); validation is above it.

@@ -4,7 +4,8 @@ Wire differences from Chat Completions that this module absorbs: system prompts 
 parameter; turns alternate user/assistant, so consecutive same-role messages are merged into
 content blocks; tool results are ``tool_result`` blocks of the next user turn; ``max_tokens`` is
 required. Sampling parameters are not sent: API version 2026-10-21 (the SDK's default) rejects
-``temperature`` with a 400, and the SDK no longer accepts it.
+``temperature`` with a 400, and the SDK no longer accepts it. The shared prefix of a long enough request
+is marked for Anthropic's prompt cache (``anthropic_cache``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiforge.core.types import CallParams, Completion, Message, ToolSpec, new_tool_call
+from aiforge.providers.anthropic_cache import mark_shared_prefix
 from aiforge.providers.anthropic_completion import ERROR_TYPE_STATUS, anthropic_usage, completion_from_anthropic
 from aiforge.providers.anthropic_output import add_output_format, output_tool_of, refusal_text
 from aiforge.providers.base import StructuredOutputMode
@@ -34,8 +36,8 @@ DEFAULT_MAX_TOKENS = 4096
 # ---------------------------------------------------------------------------
 
 
-def to_anthropic_messages(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
-    """``(system, messages)`` for the Messages API from neutral messages."""
+def to_anthropic_messages(messages: list[Message]) -> tuple[list[str], list[dict[str, Any]]]:
+    """``(system prompts in order, messages)`` for the Messages API from neutral messages."""
     system_parts: list[str] = []
     turns: list[dict[str, Any]] = []
     for message in messages:
@@ -67,7 +69,7 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[str | None, list[dic
     for previous, turn in zip(turns, turns[1:], strict=False):
         if turn["role"] == "user":
             _order_tool_results(previous["content"], turn["content"])
-    return ("\n\n".join(system_parts) or None), turns
+    return system_parts, turns
 
 
 def _order_tool_results(assistant_blocks: list[dict[str, Any]], user_blocks: list[dict[str, Any]]) -> None:
@@ -216,6 +218,10 @@ class AnthropicProvider(SDKProvider["anthropic.AsyncAnthropic"]):
     temperature_unsent: ClassVar[str | None] = (
         "the Messages API (version 2026-10-21, the anthropic SDK's default) rejects temperature for every model"
     )
+    service_tier_unsent: ClassVar[str | None] = (
+        "the Messages API has no flex or priority tier to ask for per request (its service_tier is auto or "
+        "standard_only)"
+    )
     structured_output: ClassVar[StructuredOutputMode] = "output_config"
     endpoint: ClassVar[Endpoint] = Endpoint(
         "anthropic", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "claude-haiku-4-5", default_url=DEFAULT_BASE_URL
@@ -251,18 +257,20 @@ class AnthropicProvider(SDKProvider["anthropic.AsyncAnthropic"]):
         return AnthropicBatchAPI(self, limits)
 
     def _request(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> dict[str, Any]:
-        system, turns = to_anthropic_messages(messages)
+        system_parts, turns = to_anthropic_messages(messages)
         request: dict[str, Any] = {
             "model": params.model or self.default_model,
             "messages": turns,
             "max_tokens": params.max_tokens or DEFAULT_MAX_TOKENS,
         }
-        if system:
-            request["system"] = system
+        if system_parts:
+            request["system"] = "\n\n".join(system_parts)
         if tools:
             request["tools"] = to_anthropic_tools(tools)
         if params.output is not None:
             add_output_format(request, params.output)
+        if params.prompt_cache:
+            mark_shared_prefix(request, system_parts)
         return request
 
     async def _call(self, request: dict[str, Any], params: CallParams) -> Completion:

@@ -41,6 +41,8 @@ class Provider(ABC):
     free: bool = False
     #: Why this backend is sent no sampling temperature; None when it is sent ``TEMPERATURE``.
     temperature_unsent: ClassVar[str | None] = None
+    service_tier_unsent: ClassVar[str | None] = "it has no service tiers to choose from"
+    """Why this backend is sent no ``SERVICE_TIER``; None when it is sent as ``service_tier`` (Chat Completions)."""
     default_temperature: ClassVar[float | None] = None
     """The temperature this provider picks itself when the user set no ``TEMPERATURE``; None: it is sent the
     setting's default. A provider with one (the embedded model's measured greedy default) is sent
@@ -124,23 +126,28 @@ class Provider(ABC):
         return f"<{type(self).__name__} name={self.name!r} model={self.default_model!r}>"
 
 
-_warned_unsent: set[str] = set()
+_warned_unsent: set[tuple[str, str]] = set()
 _warned_lock = threading.Lock()
 
 
-def warn_if_temperature_unsent(provider: Provider, settings: Any) -> None:
-    """Warn once per process and provider when the user set ``TEMPERATURE`` and ``provider`` never sends it."""
-    reason = provider.temperature_unsent
-    if reason is None or "TEMPERATURE" not in settings.model_fields_set:
-        return
-    with _warned_lock:
-        if provider.name in _warned_unsent:
-            return
-        _warned_unsent.add(provider.name)
-    from aiforge.core.costs import _caller_stacklevel
+def warn_of_unsent_settings(provider: Provider, settings: Any) -> None:
+    """Warn once per process, provider and setting when the user set ``TEMPERATURE`` or ``SERVICE_TIER`` and
+    ``provider`` never sends it."""
+    unsent = {
+        "TEMPERATURE": provider.temperature_unsent if "TEMPERATURE" in settings.model_fields_set else None,
+        "SERVICE_TIER": provider.service_tier_unsent if settings.SERVICE_TIER is not None else None,
+    }
+    for setting, reason in unsent.items():
+        if reason is None:
+            continue
+        with _warned_lock:
+            if (setting, provider.name) in _warned_unsent:
+                continue
+            _warned_unsent.add((setting, provider.name))
+        from aiforge.core.costs import _caller_stacklevel
 
-    warnings.warn(
-        f"TEMPERATURE={settings.TEMPERATURE} is not sent to the {provider.name} provider: {reason}.",
-        UserWarning,
-        stacklevel=_caller_stacklevel(),
-    )
+        warnings.warn(
+            f"{setting}={getattr(settings, setting)} is not sent to the {provider.name} provider: {reason}.",
+            UserWarning,
+            stacklevel=_caller_stacklevel(),
+        )

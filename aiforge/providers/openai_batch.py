@@ -23,7 +23,8 @@ from aiforge.providers.batch_api import (
     JobState,
     ProviderBatchAPI,
 )
-from aiforge.providers.openai_wire import ChatCompletionsProvider, completion_from_openai
+from aiforge.providers.openai_completion import completion_from_openai
+from aiforge.providers.openai_wire import ChatCompletionsProvider
 from aiforge.providers.sdk import sdk_call
 from aiforge.providers.sdk_errors import error_for_status, redact_body
 

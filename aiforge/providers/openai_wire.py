@@ -1,20 +1,21 @@
 """The OpenAI Chat Completions wire format and its adapter, shared by ``openai`` and ``internal_gateway``.
 
 Neutral messages and tools go out as Chat Completions JSON; responses and stream chunks come back
-as ``Completion``. The two providers are this one adapter at different endpoints.
+as ``Completion`` (read by ``openai_completion``). The two providers are this one adapter at different endpoints.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import suppress
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiforge.core.logs import redact
-from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec, Usage, new_tool_call
+from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec
 from aiforge.providers.base import StructuredOutputMode
+from aiforge.providers.openai_completion import OpenAIStreamState, completion_from_openai
 from aiforge.providers.openai_output import add_output_format
 from aiforge.providers.sdk import SDKProvider
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
@@ -69,122 +70,6 @@ def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------
-# Responses
-# ---------------------------------------------------------------------------
-
-
-# Responses are read as decoded JSON, not as the SDK's models: building those costs 0.15 ms a
-# response and about as much per stream chunk, and aiforge reads only a few fields.
-
-
-def usage_from_openai(usage: Mapping[str, Any] | None) -> Usage:
-    """``Usage`` from a Chat Completions ``usage`` object (``prompt_tokens`` already includes cached)."""
-    if not usage:
-        return Usage()
-    details = usage.get("prompt_tokens_details") or {}
-    return Usage(
-        input_tokens=usage.get("prompt_tokens") or 0,
-        output_tokens=usage.get("completion_tokens") or 0,
-        cached_input_tokens=details.get("cached_tokens") or 0,
-    )
-
-
-def completion_from_openai(response: Mapping[str, Any]) -> Completion:
-    """A non-streaming Chat Completions response (its JSON) as a ``Completion``."""
-    completion = Completion(model=response.get("model") or "", usage=usage_from_openai(response.get("usage")))
-    choices = response.get("choices")
-    if not choices:
-        return completion
-    choice = choices[0]
-    message = choice.get("message") or {}
-    completion.text = message.get("content") or ""
-    completion.refusal = message.get("refusal")  # instead of content, to a structured request
-    completion.finish_reason = choice.get("finish_reason")
-    for call in message.get("tool_calls") or []:
-        function = call.get("function")
-        if function is not None:
-            tool_call = new_tool_call(function.get("name"), function.get("arguments"), call.get("id"))
-            completion.tool_calls.append(tool_call)
-    return completion
-
-
-class _PartialCall:
-    __slots__ = ("id", "name", "arguments")
-
-    def __init__(self) -> None:
-        self.id: str | None = None
-        self.name = ""
-        self.arguments: list[str] = []
-
-
-class OpenAIStreamState:
-    """Accumulates a Chat Completions stream: text deltas, tool-call fragments, usage.
-
-    Fragments of parallel tool calls are keyed by their ``index`` and may interleave.
-    ``read`` turns what the SDK hands over into the chunk's JSON object.
-    """
-
-    def __init__(self, read: Callable[[Any], Mapping[str, Any]]) -> None:
-        self._read = read
-        self.text_parts: list[str] = []
-        self.refusal_parts: list[str] | None = None
-        self.calls: dict[Any, _PartialCall] = {}
-        self.usage: Usage | None = None
-        self.model = ""
-        self.finish_reason: str | None = None
-
-    @property
-    def text(self) -> str:
-        return "".join(self.text_parts)
-
-    def feed(self, raw_chunk: Any) -> str:
-        """Take one chunk (its JSON, checked by ``read``); return its text delta ("" when it has none)."""
-        chunk = self._read(raw_chunk)
-        self.model = self.model or chunk.get("model") or ""
-        if chunk.get("usage") is not None:
-            self.usage = usage_from_openai(chunk["usage"])
-        delta_text = ""
-        for choice in (chunk.get("choices") or ())[:1]:
-            delta = choice.get("delta") or {}
-            if delta.get("refusal") is not None:  # not answer text: it is kept apart, never streamed
-                self.refusal_parts = self.refusal_parts or []
-                self.refusal_parts.append(delta["refusal"])
-            delta_text = delta.get("content") or ""
-            if delta_text:
-                self.text_parts.append(delta_text)
-            for fragment in delta.get("tool_calls") or []:
-                self._feed_call(fragment)
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-        return delta_text
-
-    def _feed_call(self, fragment: Mapping[str, Any]) -> None:
-        key = fragment.get("index")
-        if key is None:  # non-conforming gateways: an id starts a call, later fragments continue it
-            key = f"#{len(self.calls)}" if fragment.get("id") or not self.calls else next(reversed(self.calls))
-        call = self.calls.setdefault(key, _PartialCall())
-        if fragment.get("id"):
-            call.id = fragment["id"]
-        function = fragment.get("function")
-        if function is not None:
-            if function.get("name"):
-                call.name = function["name"]
-            if function.get("arguments"):
-                call.arguments.append(function["arguments"])
-
-    def completion(self) -> Completion:
-        """The final ``Completion`` of everything fed so far."""
-        return Completion(
-            text=self.text,
-            tool_calls=[new_tool_call(c.name, "".join(c.arguments), c.id) for c in self.calls.values()],
-            usage=self.usage or Usage(),
-            model=self.model,
-            finish_reason=self.finish_reason,
-            refusal=None if self.refusal_parts is None else "".join(self.refusal_parts),
-        )
-
-
-# ---------------------------------------------------------------------------
 # The adapter
 # ---------------------------------------------------------------------------
 
@@ -205,6 +90,7 @@ class ChatCompletionsProvider(SDKProvider["openai.AsyncOpenAI"]):
     """A provider speaking Chat Completions through ``openai.AsyncOpenAI``; subclasses set ``endpoint``."""
 
     structured_output: ClassVar[StructuredOutputMode] = "json_schema"
+    service_tier_unsent: ClassVar[str | None] = None
 
     #: OpenAI's reasoning models reject ``max_tokens``; many gateways only know it.
     max_tokens_field: ClassVar[str] = "max_completion_tokens"
@@ -250,6 +136,8 @@ class ChatCompletionsProvider(SDKProvider["openai.AsyncOpenAI"]):
             request[self.max_tokens_field] = params.max_tokens
         if params.output is not None:
             add_output_format(request, params.output, json_object=self.json_object_only(request["model"]))
+        if params.service_tier is not None:
+            request["service_tier"] = params.service_tier
         return request
 
     def _stream_request(

@@ -151,6 +151,7 @@ def test_batch_dataframe_has_one_row_per_input_in_input_order(batch: BatchResult
             "model",
             "input_tokens",
             "output_tokens",
+            "cached_tokens",
             "cost",
             "latency_ms",
             "iterations",
@@ -161,6 +162,8 @@ def test_batch_dataframe_has_one_row_per_input_in_input_order(batch: BatchResult
             "truncated",
         ]
     )
+    assert str(frame["cached_tokens"].dtype) == "Int64"  # nothing read from a prompt cache: 0, a failed row too
+    assert list(frame["cached_tokens"]) == [0, 0, 0]
     assert list(frame["input"]) == ["first", "second", "third"]
     assert frame["message"][0] == "A" and pd.isna(frame["message"][1]) and frame["message"][2] == "C"
     assert frame["error"][1].startswith("ProviderError: overloaded")
@@ -400,7 +403,7 @@ def test_output_adds_one_typed_column_per_field_and_failed_rows_are_null() -> No
         "sentiment",
         "stars",
         "error",
-        *BATCH_COLUMNS[1:9],
+        *BATCH_COLUMNS[1:10],
         "batch_error",
         "trace_id",
         "cached",

@@ -151,3 +151,37 @@ def test_malformed_override_raises_config_error_naming_model_and_key(entry: dict
 def test_override_that_is_not_a_mapping_raises_config_error() -> None:
     with pytest.raises(ConfigError, match="broken-model"):
         lookup_price("gpt-4o", {"broken-model": 2.5})
+
+
+# --- service tiers --------------------------------------------------------------------------------------------------
+
+
+USAGE = Usage(input_tokens=10_000, output_tokens=2_000, cached_input_tokens=4_000)
+
+
+@pytest.mark.parametrize("tier", [None, "default", "auto", "standard"])
+def test_the_default_tier_is_the_list_price(tier: str | None) -> None:
+    assert price_of(USAGE, "gpt-5", service_tier=tier) == price_of(USAGE, "gpt-5")
+
+
+def test_flex_is_half_the_list_price_for_the_models_that_have_it() -> None:
+    cost, priced = price_of(USAGE, "gpt-5-mini-2025-08-07", service_tier="flex")
+    assert priced and cost == pytest.approx(price_of(USAGE, "gpt-5-mini")[0] / 2)
+    assert price_of(USAGE, "gpt-4o", service_tier="flex") == (0.0, False)  # no flex tier: unknown, not guessed
+
+
+def test_flex_halves_a_price_set_with_prices_too() -> None:
+    overrides = {"o3": {"input": 4.0, "output": 16.0}}
+    cost, _ = price_of(Usage(input_tokens=1_000_000), "o3", overrides, service_tier="flex")
+    assert cost == pytest.approx(2.0)
+
+
+def test_priority_has_its_own_published_prices() -> None:
+    cost, priced = price_of(USAGE, "gpt-4.1", service_tier="priority")
+    # 6,000 uncached at $3.50, 4,000 cached at $0.875, 2,000 output at $14 per 1M.
+    assert priced and cost == pytest.approx((6_000 * 3.50 + 4_000 * 0.875 + 2_000 * 14.00) / 1e6)
+    assert price_of(USAGE, "gpt-5-nano", service_tier="priority") == (0.0, False)
+
+
+def test_a_tier_without_prices_is_unpriced() -> None:
+    assert price_of(USAGE, "gpt-4o", service_tier="scale") == (0.0, False)

@@ -198,3 +198,21 @@ def test_unknown_key_in_the_chat_section_names_file_line_and_the_key(tmp_path: P
     expected = r"chat\.sytem_prompt' in .*aiforge\.yaml:3\. Did you mean chat\.system_prompt"
     with pytest.raises(ConfigError, match=expected):
         load_settings()
+
+
+def test_a_service_tier_that_is_not_one_of_openais_names_the_variable_and_the_choices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AIFORGE_SERVICE_TIER", "cheap")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    message = str(info.value)
+    assert "SERVICE_TIER" in message and "environment variable AIFORGE_SERVICE_TIER" in message
+    assert "'auto', 'default', 'flex' or 'priority'" in message
+
+
+def test_service_tier_is_unset_and_prompt_caching_automatic_by_default() -> None:
+    settings = load_settings()
+    assert (settings.SERVICE_TIER, settings.PROMPT_CACHE) == (None, "auto")
+    with pytest.raises(ConfigError, match="PROMPT_CACHE"):
+        load_settings(PROMPT_CACHE="sometimes")

@@ -267,3 +267,28 @@ def test_a_temperature_the_user_set_is_not_sent_and_the_agent_says_so_once(
         "anthropic SDK's default) rejects temperature for every model."
     ]
     assert said[0].filename == __file__  # pointed at the user's line
+
+
+def test_a_service_tier_the_user_set_is_not_sent_and_the_agent_says_so_once(
+    llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("aiforge.providers.base._warned_unsent", set())  # "once" is per process
+
+    def agent(**settings: Any) -> ChatAgent:
+        return ChatAgent(
+            provider="anthropic", ANTHROPIC_API_KEY=SECRET, ANTHROPIC_BASE_URL=llm_server.anthropic_base_url, **settings
+        )
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        agent()
+        told = agent(SERVICE_TIER="flex")
+        agent(SERVICE_TIER="priority")
+    told.chat("hi")
+
+    assert "service_tier" not in llm_server.requests[0].json
+    said = [str(w.message) for w in caught if "SERVICE_TIER" in str(w.message)]
+    assert said == [
+        "SERVICE_TIER=flex is not sent to the anthropic provider: the Messages API has no flex or priority tier to "
+        "ask for per request (its service_tier is auto or standard_only)."
+    ]

@@ -228,6 +228,16 @@ def test_a_gateway_serving_the_batch_api_gets_jobs_at_its_list_price(srv: LLMSer
     assert batched.cost == pytest.approx(agent.run("hi").cost)  # a gateway's own prices: no discount assumed
 
 
+def test_a_job_is_sent_no_service_tier_and_priced_at_the_batch_discount(srv: LLMServer) -> None:
+    # A Batch API job is its own tier: SERVICE_TIER=flex stays with the live calls.
+    agent = ChatAgent(**_settings(srv, "openai"), MODEL="o4-mini", SERVICE_TIER="flex")
+    batched = agent.submit_batch(["price me"]).wait(poll_interval=0).results[0]
+    live = agent.run("price me")
+    assert [body.get("service_tier") for body in _batch_bodies(srv)] == [None]
+    assert srv.requests[-1].body["service_tier"] == "flex"
+    assert batched.cost == pytest.approx(live.cost)  # both half the list price: the batch discount, the flex tier
+
+
 def test_a_split_submission_that_fails_part_way_cancels_the_parts_sent(
     srv: LLMServer, make_agent: Callable[..., ChatAgent]
 ) -> None:

@@ -92,3 +92,11 @@ def test_registry_shares_one_instance_per_connection_settings(llm_server: LLMSer
     assert isinstance(provider, GatewayProvider)
     assert create_provider(same) is provider
     assert create_provider(other_model) is not provider
+
+
+async def test_service_tier_is_sent_to_the_gateway(llm_server: LLMServer, make_provider: Any) -> None:
+    completion = await make_provider(llm_server.openai_base_url).complete(
+        HELLO, None, CallParams(model="llama3", service_tier="flex")
+    )
+    assert llm_server.requests[-1].body["service_tier"] == "flex"
+    assert completion.service_tier == "flex"  # what the server says served it

@@ -270,3 +270,55 @@ def test_reasoning_models_get_no_temperature(llm_server) -> None:
     bodies = [r.json for r in llm_server.requests]
     assert "temperature" not in bodies[0]
     assert bodies[1]["temperature"] == 0.7
+
+
+# --- service tiers ----------------------------------------------------------------------------
+
+
+def _agent(llm_server: LLMServer, **settings: Any) -> Any:
+    from aiforge import ChatAgent
+
+    return ChatAgent(provider="openai", OPENAI_API_KEY=SECRET, OPENAI_BASE_URL=llm_server.openai_base_url, **settings)
+
+
+def test_service_tier_is_sent_when_set_and_not_when_unset(llm_server: LLMServer) -> None:
+    _agent(llm_server, MODEL="o4-mini", SERVICE_TIER="flex").run("hi")
+    _agent(llm_server, MODEL="o4-mini").run("hi")
+    assert [r.body.get("service_tier", "unsent") for r in llm_server.requests] == ["flex", "unsent"]
+
+
+def test_a_flex_reply_is_priced_at_the_flex_price(llm_server: LLMServer) -> None:
+    flex = _agent(llm_server, MODEL="gpt-5-mini", SERVICE_TIER="flex").run("price me")
+    standard = _agent(llm_server, MODEL="gpt-5-mini").run("price me")
+    assert (flex.input_tokens, flex.output_tokens) == (standard.input_tokens, standard.output_tokens)
+    assert standard.cost > 0 and flex.priced
+    assert flex.cost == pytest.approx(standard.cost / 2)  # flex bills at Batch API rates
+    assert llm_server.requests[0].body["service_tier"] == "flex"
+
+
+def test_the_tier_that_served_the_call_is_priced_not_the_one_asked_for(llm_server: LLMServer) -> None:
+    # OpenAI may serve a priority request at the default tier; its response says which.
+    usage = {"prompt_tokens": 1000, "completion_tokens": 100}
+    llm_server.enqueue(Reply(text="ok", usage=usage, service_tier="default"), Reply(text="ok", usage=usage))
+    agent = _agent(llm_server, MODEL="gpt-4o-mini", SERVICE_TIER="priority")
+    served_default, served_priority = agent.run("a"), agent.run("b")
+    assert [r.service_tier for r in agent.cost_tracker.records] == ["default", "priority"]
+    assert served_default.cost == pytest.approx((1000 * 0.15 + 100 * 0.60) / 1e6)  # list price
+    assert served_priority.cost == pytest.approx((1000 * 0.25 + 100 * 1.00) / 1e6)  # openai.com priority price
+
+
+def test_a_tier_reply_without_a_known_price_is_unpriced_and_says_so(
+    llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("aiforge.core.costs._warned_models", set())  # "once" is per process
+    with pytest.warns(UserWarning, match="no priority-tier price for model 'gpt-5-nano'"):
+        response = _agent(llm_server, MODEL="gpt-5-nano", SERVICE_TIER="priority").run("hi")
+    assert (response.cost, response.priced) == (0.0, False)  # unknown, not guessed at the list price
+
+
+async def test_a_stream_reports_the_tier_that_served_it(llm_server: LLMServer, make_provider: Any) -> None:
+    events = [e async for e in make_provider(llm_server.openai_base_url).stream(
+        HELLO, None, CallParams(model="o4-mini", service_tier="flex")
+    )]
+    assert llm_server.requests[-1].body["service_tier"] == "flex"
+    assert events[-1].service_tier == "flex"

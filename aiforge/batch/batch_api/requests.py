@@ -38,8 +38,11 @@ def index_of(custom_id: str) -> int | None:
 
 
 def call_params(module: BatchOwner, spec: OutputSpec | None) -> CallParams:
-    """The parameters of one item's call: the agent's own (as its live turns use them), with ``output``."""
-    return dataclasses.replace(module._call_params(), output=spec)
+    """The parameters of one item's call: the agent's own (as its live turns use them), with ``output``.
+
+    No ``SERVICE_TIER``: a Batch API job runs at the batch tier, priced by ``BATCH_DISCOUNT``.
+    """
+    return dataclasses.replace(module._call_params(), output=spec, service_tier=None)
 
 
 def batch_requests(module: BatchOwner, texts: dict[int, str], params: CallParams) -> list[BatchRequest]:
@@ -73,7 +76,8 @@ def to_result(module: BatchOwner, completion: Completion, spec: OutputSpec | Non
     # The owner's result type, as a checkpoint would restore it: its output validated from the reply's text.
     result = module.result_type().from_payload({
         "message": completion.text, "conversation_id": conversation_id, "cost": cost,
-        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "model": model,
+        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+        "cached_tokens": usage.cached_input_tokens, "model": model,
         "trace_id": trace_id, "provider": module.provider_name, "priced": priced,
         "truncated": completion.finish_reason in TOKEN_LIMIT_FINISH_REASONS,
     }, spec)
