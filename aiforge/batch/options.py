@@ -22,6 +22,9 @@ class BatchArguments(TypedDict, total=False):
     restart: bool
     max_cost: float | None
     estimate: bool
+    pack: int
+    """Rows per request (issue 24's row packing): k rows go out as one id'd list and come back matched by id;
+    a row left unanswered or answered invalidly is asked again alone. 1 (the default) sends each row alone."""
 
 
 BATCH_ARGUMENTS = tuple(BatchArguments.__annotations__)
@@ -41,9 +44,10 @@ class BatchOptions:
     restart: bool = False
     max_cost: float | None = None
     estimate: bool = False
+    pack: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("concurrency", "max_batch"):
+        for name in ("concurrency", "max_batch", "pack"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UsageError(f"{name} must be an integer >= 1, got {value!r}")

@@ -77,6 +77,31 @@ class BudgetExceededError(AIForgeError):
 
 
 @dataclass(slots=True)
+class PackingStats:
+    """What packing did in one batch: enough to say what it saved against one request per row."""
+
+    size: int
+    """``pack=``: the most rows one request held."""
+    requests: int = 0
+    """Packed requests sent."""
+    rows: int = 0
+    """Rows those requests held."""
+    answered: int = 0
+    """Rows answered from a pack (``packed=True``)."""
+    retried: int = 0
+    """Rows asked again alone: a missing id, an invalid answer, or a failed pack."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    """USD of the packed requests (the rows asked alone not included)."""
+
+    @property
+    def requests_saved(self) -> int:
+        """Requests not made: one per packed row, less the packs and the rows asked again alone."""
+        return self.rows - self.requests - self.retried
+
+
+@dataclass(slots=True)
 class BatchResult:
     """Results of ``run_batch``: successes in input order, failures with their index label.
 
@@ -95,6 +120,8 @@ class BatchResult:
     """The pandas index of a Series or DataFrame input (``None``: a list, rows by position)."""
     output: OutputSpec | None = None
     """The ``output=`` type of the batch, whose fields become columns."""
+    packing: PackingStats | None = None
+    """With ``pack=k`` (k > 1): the packed requests and rows, what packing saved is computed from."""
 
     @property
     def total_cost(self) -> float:

@@ -159,6 +159,7 @@ def test_batch_dataframe_has_one_row_per_input_in_input_order(batch: BatchResult
             "trace_id",
             "cached",
             "truncated",
+            "packed",
         ]
     )
     assert list(frame["input"]) == ["first", "second", "third"]
@@ -405,6 +406,7 @@ def test_output_adds_one_typed_column_per_field_and_failed_rows_are_null() -> No
         "trace_id",
         "cached",
         "truncated",
+        "packed",
     ]
     assert frame.dtypes[["sentiment", "stars", "error"]].astype(str).tolist() == ["category", "Int64", "string"]
     assert frame["sentiment"].cat.categories.tolist() == ["pos", "neg"]
