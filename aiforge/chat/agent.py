@@ -223,8 +223,8 @@ class ChatAgent:
         A checkpoint of another batch is a ``CheckpointMismatchError``; ``restart=True`` starts over.
         ``max_cost`` (USD): no item starts once the cost spent plus an estimate for the items in flight
         would pass it; the rest are in ``skipped`` (and ``failed``). ``estimate=True``: spend nothing,
-        return a ``BatchEstimate``. The options are ``aiforge.batch.options.BatchArguments``; see
-        ``aiforge.batch`` for the rules.
+        return a ``BatchEstimate``. ``pack=k`` sends k rows per request, answers matched by id (``batch.packing``).
+        The options are ``aiforge.batch.options.BatchArguments``; see ``aiforge.batch`` for the rules.
         """
         return await run_items(self, items, BatchOptions.of(concurrency=concurrency, max_batch=max_batch, **options))
 

@@ -8,7 +8,7 @@ on a filtered frame. The ``BatchResult`` (costs, tokens, ``failed``) is in the r
 Prompts are row templates (``core.templates``): ``"Classify: {review}"`` names a DataFrame's columns;
 on a Series, ``{value}`` (or the Series' name) is the value. ``agent=None`` builds a
 ``ChatAgent(memory="none", **settings)``; the model is asked about each row independently either way.
-``cache=``, ``checkpoint=``, ``restart=`` and ``max_cost=`` are ``run_batch``'s and go to it.
+``cache=``, ``checkpoint=``, ``restart=``, ``max_cost=`` and ``pack=`` are ``run_batch``'s and go to it.
 
 Importing this module registers the accessors (``aiforge`` imports it when pandas is imported).
 """
