@@ -70,13 +70,13 @@ def packed_prompt(template: RowTemplate | None, rows: list[tuple[str, str]]) -> 
     """
     count = len(rows)
     if template is None:
-        head = f"Answer each of these {count} separate requests on its own."
+        head = f"Answer each of these {count} requests on its own."
     else:
         fields = ", ".join(f"{{{name}}}" for name in template.fields)
-        means = "stands for the item's text" if len(template.fields) == 1 else "stand for the item's values"
-        head = f"Do this task for each of the {count} items below, separately; {fields} {means}:\n\n{template.shown()}"
+        means = "is the item's text" if len(template.fields) == 1 else "are the item's values"
+        head = f"Do this task for each of the {count} items below, separately ({fields} {means}):\n\n{template.shown()}"
     items = "\n\n".join(f"[{row_id}]\n{text}" for row_id, text in rows)
-    return f"{head}\n\nItems:\n\n{items}\n\nGive one answer per item id in \"answers\", as {{\"id\", \"answer\"}}."
+    return f"{head}\n\nItems:\n\n{items}\n\nAnswer every item, by its id."
 
 
 @functools.lru_cache(maxsize=64)

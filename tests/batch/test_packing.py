@@ -25,7 +25,7 @@ from aiforge.core.types import Message, Usage, UsageError
 from aiforge.providers.scripted import ScriptedProvider
 from fakellm import LLMServer, RecordedRequest, Reply
 
-ITEM = re.compile(r"^\[(r\d+)\]\n(.*?)(?=\n\n\[r\d+\]|\n\nGive one answer)", re.M | re.S)
+ITEM = re.compile(r"^\[(r\d+)\]\n(.*?)(?=\n\n\[r\d+\]|\n\nAnswer every item)", re.M | re.S)
 
 
 class Stars(BaseModel):
@@ -168,7 +168,7 @@ def test_the_prompt_gives_the_template_once_and_each_row_under_its_id() -> None:
 
     prompt = packed_prompt(RowTemplate("Label {review} for {product}"), [("r1", "review: ok\nproduct: x")])
     assert prompt.count("Label {review} for {product}") == 1 and "[r1]\nreview: ok\nproduct: x" in prompt
-    assert "{review}, {product} stand for the item's values" in prompt
+    assert "({review}, {product} are the item's values)" in prompt
     assert OutputSpec.of(Stars).name not in prompt  # the row's type travels in the schema, not the text
 
 
