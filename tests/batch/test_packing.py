@@ -21,9 +21,10 @@ from aiforge import ChatAgent
 from aiforge.batch.packing import packed_prompt
 from aiforge.core.output import OutputSpec
 from aiforge.core.pricing import lookup_price
-from aiforge.core.types import Message, Usage, UsageError
+from aiforge.core.types import Message, ProviderError, Usage, UsageError
 from aiforge.providers.scripted import ScriptedProvider
 from fakellm import LLMServer, RecordedRequest, Reply
+from tests.support.bars import record_bars
 
 ITEM = re.compile(r"^\[(r\d+)\]\n(.*?)(?=\n\n\[r\d+\]|\n\nAnswer every item)", re.M | re.S)
 
@@ -66,7 +67,10 @@ def scripted(model: Callable[[str], dict[str, Any] | None], alone: Callable[[str
     def default(messages: list[Message]) -> str:
         prompt = messages[-1]["content"]
         packed = model(prompt)
-        return json.dumps(packed if packed is not None else alone(prompt))
+        if packed is not None:
+            return json.dumps(packed)
+        answer = alone(prompt)
+        return answer if isinstance(answer, str) else json.dumps(answer)
 
     return ScriptedProvider(default=default)
 
@@ -161,6 +165,36 @@ def test_a_packed_batch_resumes_from_its_checkpoint_without_a_request(tmp_path: 
     batch = ChatAgent(provider=again).run_batch(items, pack=3, output=Stars, checkpoint=path)
     assert [r.output for r in batch.results] == [Stars(**stars_of(text)) for text in items]
     assert again.calls == [] and all(r.packed for r in batch.results)
+
+
+def test_every_row_of_a_pack_whose_request_failed_is_asked_again_alone() -> None:
+    provider = scripted(answering(str.upper), alone=str.upper)
+    provider.enqueue(ProviderError("overloaded", provider="scripted", status_code=529))
+    batch = ChatAgent(provider=provider).run_batch(["a", "b", "c"], pack=3)
+    assert rows_sent(provider) == [["a", "b", "c"], ["a"], ["b"], ["c"]]
+    assert [r.message for r in batch.results] == ["A", "B", "C"] and not any(r.packed for r in batch.results)
+    assert (batch.packing.requests, batch.packing.answered, batch.packing.retried) == (1, 0, 3)
+
+
+def test_the_progress_bar_counts_rows_not_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    bars = record_bars(monkeypatch)
+    provider = scripted(answering(str.upper, drop="r2"), alone=str.upper)
+    ChatAgent(provider=provider, PROGRESS_BAR=True).run_batch([f"row {i}" for i in range(10)], pack=4)
+    assert [(bar.total, bar.counted) for bar in bars] == [(10, 10)] and len(provider.calls) == 3 + 3
+
+
+def test_a_budget_skips_rows_before_they_are_packed() -> None:
+    with LLMServer() as server:
+        batch = openai_agent(server).run_batch(["a", "b", "c", "d"], pack=2, max_cost=0)
+        assert server.request_count == 0 and len(batch.skipped) == 4
+
+
+def test_packed_requests_are_not_written_to_the_response_cache(tmp_path: Path) -> None:
+    provider = scripted(answering(str.upper), alone=str.upper)
+    cache = tmp_path / "cache.sqlite"
+    ChatAgent(provider=provider).run_batch(["a", "b", "c"], pack=3, cache=cache)
+    ChatAgent(provider=provider).run_batch(["a", "b", "c"], cache=cache)
+    assert rows_sent(provider) == [["a", "b", "c"], ["a"], ["b"], ["c"]]  # nothing of the pack was cached
 
 
 def test_the_prompt_gives_the_template_once_and_each_row_under_its_id() -> None:
