@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 from types import GenericAlias
 from typing import TYPE_CHECKING, Any
 
@@ -165,9 +165,9 @@ class Packer:
     inputs: list[str]
     """Each row's whole prompt, as it is asked alone."""
     cache: ResponseCache | None
-    stats: PackingStats = field(default_factory=lambda: PackingStats(1))
+    stats: PackingStats
 
-    async def run(self, indices: list[int]) -> AsyncIterator[tuple[int, Any]]:
+    async def run(self, indices: list[int]) -> AsyncGenerator[tuple[int, Any], None]:
         """``(index, result or exception)`` of each row: the pack's answers first, then each row asked alone."""
         ids = [f"r{n}" for n in range(1, len(indices) + 1)]
         rows = [(row_id, self.texts[index]) for row_id, index in zip(ids, indices, strict=True)]

@@ -21,7 +21,8 @@ import asyncio
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,7 +77,7 @@ class BatchRun:
     progress: Any = None
     pack: int = 1
     """Items per request (``run_batch(pack=k)``)."""
-    run_pack: Callable[[list[int]], AsyncIterator[tuple[int, Any]]] | None = None
+    run_pack: Callable[[list[int]], AsyncGenerator[tuple[int, Any], None]] | None = None
     """``indices -> (index, result or exception)`` of each item of a packed request (``packing.Packer.run``)."""
     spent: float = 0.0
     in_flight: dict[int, float] = field(default_factory=dict)
@@ -98,8 +99,9 @@ class BatchRun:
                 if self.run_pack is None or len(group) == 1:
                     await self._run_alone(group[0])
                 else:
-                    async for index, outcome in self.run_pack(group):
-                        self._settle(index, outcome)
+                    async with aclosing(self.run_pack(group)) as landing:
+                        async for index, outcome in landing:
+                            self._settle(index, outcome)
 
         todo = len(self.inputs) - len(self.done) - len(self.errors)
         await asyncio.gather(*(worker() for _ in range(min(concurrency, -(-todo // self.pack)))))
