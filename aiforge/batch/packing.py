@@ -23,9 +23,9 @@ import json
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from types import GenericAlias
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import TypeAdapter, create_model
+from pydantic import Field, TypeAdapter, create_model
 
 from aiforge.batch.results import PackingStats
 from aiforge.core.output import WRAPPER_KEY, OutputSpec, OutputValidationError
@@ -79,15 +79,23 @@ def packed_prompt(template: RowTemplate | None, rows: list[tuple[str, str]]) -> 
     return f"{head}\n\nItems:\n\n{items}\n\nAnswer every item, by its id."
 
 
-@functools.lru_cache(maxsize=64)
-def packed_spec(spec: OutputSpec | None) -> OutputSpec:
-    """The structured output of a packed request: ``answers``, a list of ``{id, answer}`` with ``spec``'s type.
+def row_ids(count: int) -> list[str]:
+    """The ids of a pack's rows: ``r1``..``r<count>``, short and never the rows' index labels."""
+    return [f"r{n}" for n in range(1, count + 1)]
 
-    The schema sent is the strict one; validation only reads the list, so that one row's invalid answer does
-    not fail (and resend) the whole pack: each answer is validated on its own by ``row_answer``.
+
+@functools.lru_cache(maxsize=64)
+def packed_spec(spec: OutputSpec | None, count: int) -> OutputSpec:
+    """The structured output of a pack of ``count`` rows: ``answers``, ``count`` entries ``{id, answer}``.
+
+    ``id`` is one of the pack's ids and ``answer`` has ``spec``'s type (a string without one), so a provider that
+    constrains decoding to the schema (strict mode, a grammar) cannot invent ids or stop early. The schema sent
+    is that one; validation only reads the list, so that one row's invalid answer does not fail (and resend)
+    the whole pack: each answer is validated on its own by ``row_answer``.
     """
-    entry = create_model("PackedAnswer", id=(str, ...), answer=(str if spec is None else spec.output_type, ...))
-    entries: Any = GenericAlias(list, (entry,))  # list[entry], the model made just above
+    ids: Any = Literal[tuple(row_ids(count))]
+    entry = create_model("PackedAnswer", id=(ids, ...), answer=(str if spec is None else spec.output_type, ...))
+    entries: Any = Annotated[GenericAlias(list, (entry,)), Field(min_length=count, max_length=count)]
     shape = create_model("PackedAnswers", answers=(entries, ...))
     lenient = create_model("PackedAnswersRead", answers=(list[Any], ...))
     schema = TypeAdapter(shape).json_schema()
@@ -169,13 +177,13 @@ class Packer:
 
     async def run(self, indices: list[int]) -> AsyncGenerator[tuple[int, Any], None]:
         """``(index, result or exception)`` of each row: the pack's answers first, then each row asked alone."""
-        ids = [f"r{n}" for n in range(1, len(indices) + 1)]
+        ids = row_ids(len(indices))
         rows = [(row_id, self.texts[index]) for row_id, index in zip(ids, indices, strict=True)]
         prompt = packed_prompt(self.template, rows)
         self.stats.requests += 1
         self.stats.rows += len(indices)
         try:
-            reply = await self.owner._arun_batch_item(prompt, output=packed_spec(self.spec), cache=None)
+            reply = await self.owner._arun_batch_item(prompt, output=packed_spec(self.spec, len(indices)), cache=None)
         except Exception:  # noqa: BLE001 - every row is asked again alone, and fails there on its own if it must
             reply = None
         alone: list[tuple[int, Share]] = []

@@ -244,7 +244,10 @@ def test_twelve_rows_with_pack_4_make_three_requests_of_four_rows_each(srv: LLMS
     batch = openai_agent(srv).run_batch(items, pack=4, output=Stars, concurrency=2)
     sent = [[text for _, text in packed_items(r.last_user_text)] for r in srv.requests]
     assert srv.request_count == 3 and sorted(sent) == sorted([items[0:4], items[4:8], items[8:12]])
-    assert all(r.output_schema["$defs"]["PackedAnswer"]["properties"]["id"] for r in srv.requests)
+    for request in srv.requests:  # the ids and the count are in the schema: constrained decoding keeps to them
+        assert request.output_schema["$defs"]["PackedAnswer"]["properties"]["id"]["enum"] == ["r1", "r2", "r3", "r4"]
+        assert request.output_schema["properties"]["answers"]["minItems"] == 4 == request.output_schema[
+            "properties"]["answers"]["maxItems"]
     assert [r.output for r in batch.results] == [Stars(**stars_of(text)) for text in items]
     # Each request's usage is split over its four rows: the batch's totals are the three requests'.
     assert batch.total_tokens == 3 * 1100 and batch.total_cost == pytest.approx(3 * PRICE.cost_of(PACK_USAGE))
