@@ -70,7 +70,10 @@ async def run_items(
     progress = progress_bar(len(inputs), initial=len(errors) + len(done)) if shown else None
     packer = None
     if options.pack > 1:
-        packer = Packer(owner, spec, prompts.template, pack_texts(prompts), inputs, cache, PackingStats(options.pack))
+        packer = Packer(
+            owner, spec, prompts.template, pack_texts(prompts), inputs, cache, PackingStats(options.pack),
+            count_alone=pricer_of(owner, spec).input_tokens,
+        )
     run = BatchRun(
         inputs,
         lambda text: owner._arun_batch_item(text, output=spec, cache=cache),

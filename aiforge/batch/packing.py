@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from types import GenericAlias
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -174,6 +174,8 @@ class Packer:
     """Each row's whole prompt, as it is asked alone."""
     cache: ResponseCache | None
     stats: PackingStats
+    count_alone: Callable[[str], int]
+    """Estimated input tokens of a row's prompt sent alone (``ItemPricer.input_tokens``)."""
 
     async def run(self, indices: list[int]) -> AsyncGenerator[tuple[int, Any], None]:
         """``(index, result or exception)`` of each row: the pack's answers first, then each row asked alone."""
@@ -200,6 +202,7 @@ class Packer:
                     alone.append((index, share))
                     continue
                 self.stats.answered += 1
+                self.stats.answered_alone_input_tokens += self.count_alone(self.inputs[index])
                 yield index, reply.model_copy(update={
                     "cost": share.cost, "input_tokens": share.input_tokens, "output_tokens": share.output_tokens,
                     "message": answer[0], "output": answer[1], "packed": True,

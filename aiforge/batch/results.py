@@ -94,11 +94,20 @@ class PackingStats:
     output_tokens: int = 0
     cost: float = 0.0
     """USD of the packed requests (the rows asked alone not included)."""
+    answered_alone_input_tokens: int = 0
+    """Estimated input tokens the rows answered from a pack would have taken one per request (the batch
+    estimate's count: system prompt, schema and the row's prompt)."""
 
     @property
     def requests_saved(self) -> int:
         """Requests not made: one per packed row, less the packs and the rows asked again alone."""
         return self.rows - self.requests - self.retried
+
+    @property
+    def input_tokens_saved(self) -> int:
+        """Input tokens not spent, estimated: what the answered rows would have taken alone, less every pack's
+        (negative when packs failed and their rows were asked again anyway)."""
+        return self.answered_alone_input_tokens - self.input_tokens
 
 
 @dataclass(slots=True)

@@ -253,6 +253,9 @@ def test_twelve_rows_with_pack_4_make_three_requests_of_four_rows_each(srv: LLMS
     assert batch.total_tokens == 3 * 1100 and batch.total_cost == pytest.approx(3 * PRICE.cost_of(PACK_USAGE))
     assert [r.input_tokens for r in batch.results] == [250] * 12
     assert (batch.packing.requests, batch.packing.rows, batch.packing.requests_saved) == (3, 12, 9)
+    # What the savings are computed from: the rows' one-per-request estimate, less what the packs took.
+    alone = openai_agent(srv).estimate_batch(items, output=Stars).input_tokens
+    assert batch.packing.answered_alone_input_tokens == alone and batch.packing.input_tokens_saved == alone - 3000
 
 
 def test_a_missing_id_and_an_invalid_answer_are_each_asked_again_alone(srv: LLMServer) -> None:
