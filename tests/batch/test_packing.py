@@ -275,3 +275,13 @@ def test_a_missing_id_and_an_invalid_answer_are_each_asked_again_alone(srv: LLMS
     # The totals are every request's: the packs' split over their rows (a retried row keeps its share) and the rest.
     assert batch.total_tokens == 2 * 1100 + 4 * 310
     assert batch.total_cost == pytest.approx(2 * PRICE.cost_of(PACK_USAGE) + 4 * PRICE.cost_of(ALONE_USAGE))
+
+
+def test_a_pack_is_answered_by_id_over_the_anthropic_sdk_too(srv: LLMServer) -> None:
+    srv.default = serve(answering(stars_of, shuffled=True), alone=lambda p: pytest.fail(p))
+    agent = ChatAgent(provider="anthropic", ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=srv.anthropic_base_url,
+                      MAX_RETRIES=0)
+    items = [f"review {i} says {w}" for i, w in enumerate(["good", "bad", "fine"])]
+    batch = agent.run_batch(items, pack=3, output=Stars)
+    assert srv.request_count == 1 and srv.requests[0].protocol == "anthropic"
+    assert [r.output for r in batch.results] == [Stars(**stars_of(text)) for text in items]
