@@ -51,12 +51,12 @@ def check_packable(owner: BatchOwner, pack: int) -> None:
 
 def pack_texts(prompts: BatchPrompts) -> list[str]:
     """Each row's own text in a pack: its template's field values (one field: the value; several: ``name: value``
-    lines), or without a template its whole prompt."""
+    lines), or without a template its whole prompt. Rows with a missing value read oddly here but are never sent."""
     template, values = prompts.template, prompts.values
     if template is None or values is None:
         return prompts.texts
     if len(template.fields) == 1:
-        return [row[template.fields[0]] for row in values]
+        return [str(row[template.fields[0]]) for row in values]
     return ["\n".join(f"{name}: {row[name]}" for name in template.fields) for row in values]
 
 

@@ -132,8 +132,8 @@ class BatchPrompts:
     """The pandas index of a Series or DataFrame input, ``None`` for a list (positions)."""
     template: RowTemplate | None = None
     """The row template the texts were filled from (None: each item is its own prompt)."""
-    values: list[dict[str, str]] | None = None
-    """With a template, each row's field values as filled in (what a packed request lists per row)."""
+    values: list[dict[Any, Any]] | None = None
+    """With a template, each row's field values by field name (what a packed request lists per row)."""
 
 
 def batch_prompts(items: Any, prompt: str | RowTemplate | None = None) -> BatchPrompts:
@@ -230,8 +230,7 @@ def _row_prompts(
         empty = dict.fromkeys(str((shown or {}).get(name, name)) for name in template.fields if _is_missing(row[name]))
         if empty:
             missing[i] = f"missing value: {', '.join(empty)}"
-    values = [{name: "" if _is_missing(row[name]) else str(row[name]) for name in template.fields} for row in rows]
-    return BatchPrompts([template.fill(row) for row in rows], missing, index, template, values)
+    return BatchPrompts([template.fill(row) for row in rows], missing, index, template, rows)
 
 
 def _check_names_a_field(template: RowTemplate) -> None:
