@@ -121,6 +121,25 @@ def test_a_frame_with_a_template_is_sent_once_per_pack_and_answers_land_on_their
     assert labels.attrs["aiforge"].to_dataframe()["packed"].tolist() == [True] * 5
 
 
+def test_a_template_of_several_fields_lists_each_row_as_name_value_lines() -> None:
+    frame = pd.DataFrame({"review": ["fine", "awful"], "product": ["kettle", "toaster"]})
+    provider = scripted(answering(lambda text: text.replace("\n", " | ")), alone=lambda p: pytest.fail(p))
+    batch = ChatAgent(provider=provider).run_batch(frame, prompt="Is {review} fair for a {product}?", pack=2)
+    assert rows_sent(provider) == [["review: fine\nproduct: kettle", "review: awful\nproduct: toaster"]]
+    assert [r.message for r in batch.results] == ["review: fine | product: kettle", "review: awful | product: toaster"]
+
+
+def test_an_id_answered_twice_is_asked_again_alone() -> None:
+    def twice(prompt: str) -> dict[str, Any] | None:
+        items = packed_items(prompt)
+        return None if not items else {"answers": [{"id": i, "answer": t} for i, t in items] + [
+            {"id": "r1", "answer": "something else"}]}
+
+    provider = scripted(twice, alone=lambda prompt: f"alone: {prompt}")
+    batch = ChatAgent(provider=provider).run_batch(["a", "b"], pack=2)
+    assert [r.message for r in batch.results] == ["alone: a", "b"] and rows_sent(provider)[1:] == [["a"]]
+
+
 def test_a_row_with_a_missing_value_is_not_sent() -> None:
     provider = scripted(answering(lambda text: text.upper()), alone=lambda p: pytest.fail(p))
     batch = ChatAgent(provider=provider).run_batch(pd.Series(["a", None, "b", "c"]), pack=4)
