@@ -56,8 +56,8 @@ def answering(
         if not items:
             return None
         answers = [{"id": i, "answer": "not valid" if i == bad else answer(text)} for i, text in items if i != drop]
-        if shuffled:  # the last first, then the rest turned around: no answer stays at its row's position
-            answers = answers[-1:] + answers[:-1][::-1] if len(answers) > 2 else answers[::-1]
+        if shuffled:  # rotated by one: no answer stays at its row's position
+            answers = answers[1:] + answers[:1]
         return {"answers": answers}
 
     return reply
@@ -91,7 +91,7 @@ def test_answers_are_matched_by_id_when_the_model_returns_them_shuffled() -> Non
     assert [r.message for r in batch.results] == [f"echo question {i}" for i in range(12)]
     assert all(r.packed and r.output is None for r in batch.results) and len(provider.calls) == 3
     replied = model(provider.calls[0].last_user_message) or {}
-    assert [a["id"] for a in replied["answers"]] == ["r4", "r3", "r2", "r1"]  # no answer at its row's position
+    assert [a["id"] for a in replied["answers"]] == ["r2", "r3", "r4", "r1"]  # none at its row's position
 
 
 def test_structured_output_gives_each_row_its_own_validated_object() -> None:
