@@ -263,6 +263,7 @@ def test_twelve_rows_with_pack_4_make_three_requests_of_four_rows_each(srv: LLMS
     batch = openai_agent(srv).run_batch(items, pack=4, output=Stars, concurrency=2)
     sent = [[text for _, text in packed_items(r.last_user_text)] for r in srv.requests]
     assert srv.request_count == 3 and sorted(sent) == sorted([items[0:4], items[4:8], items[8:12]])
+    assert srv.max_in_flight <= 2  # concurrency counts packs: one per worker slot
     for request in srv.requests:  # the ids and the count are in the schema: constrained decoding keeps to them
         assert request.output_schema["$defs"]["PackedAnswer"]["properties"]["id"]["enum"] == ["r1", "r2", "r3", "r4"]
         assert request.output_schema["properties"]["answers"]["minItems"] == 4 == request.output_schema[
