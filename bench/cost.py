@@ -10,6 +10,7 @@ list. Requests and tokens are the fake server's own counts (``fakellm`` counts t
   row passes when ``BatchResult.saved`` equals naive minus paid, in requests, tokens and dollars.
 - cascade: ``bench/cost_cascade.py``.
 - provider prompt caches: ``bench/cost_prompt_cache.py``.
+- row packing: ``bench/cost_packing.py``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from bench.common import OPENAI_MODEL, Row
 from bench.cost_cascade import cascade_rows
+from bench.cost_packing import packing_accuracy_embedded, packing_input_tokens
 from bench.cost_prompt_cache import prompt_cache_savings
 
 GROUP = "cost"
@@ -124,7 +126,9 @@ def dedup_on_a_repeated_column(quick: bool) -> list[Row]:
     ]
 
 
-MEASURES: list[Callable[[bool], list[Row]]] = [dedup_on_a_repeated_column, cascade_rows, prompt_cache_savings]
+MEASURES: list[Callable[[bool], list[Row]]] = [
+    dedup_on_a_repeated_column, cascade_rows, prompt_cache_savings, packing_input_tokens, packing_accuracy_embedded,
+]
 """The group's rows, one small function each (``quick -> rows``)."""
 
 

@@ -25,6 +25,9 @@ class BatchArguments(TypedDict, total=False):
     estimate: bool
     dedup: bool
     cascade: Cascade | None
+    pack: int
+    """Rows per request (issue 24's row packing): k rows go out as one id'd list and come back matched by id;
+    a row left unanswered or answered invalidly is asked again alone. 1 (the default) sends each row alone."""
 
 
 BATCH_ARGUMENTS = tuple(BatchArguments.__annotations__)
@@ -47,9 +50,10 @@ class BatchOptions:
     dedup: bool = True
     """Rows with the same prompt are asked once (``batch.dedup``); False asks every row (sampling at a temperature)."""
     cascade: Cascade | None = None
+    pack: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("concurrency", "max_batch"):
+        for name in ("concurrency", "max_batch", "pack"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UsageError(f"{name} must be an integer >= 1, got {value!r}")

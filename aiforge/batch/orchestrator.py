@@ -18,7 +18,8 @@ from aiforge.batch.embedded import warn_if_embedded
 from aiforge.batch.estimate import BatchEstimate, estimate_of
 from aiforge.batch.identity import batch_identity, finished_items, open_cache, open_checkpoint, pricer_of
 from aiforge.batch.options import BatchOptions
-from aiforge.batch.results import BatchItem, BatchResult, MissingValueError
+from aiforge.batch.packing import Packer, check_packable, pack_texts, packing_saving
+from aiforge.batch.results import BatchItem, BatchResult, MissingValueError, PackingStats
 from aiforge.batch.runner import BatchRun, KeptBatch, forget, interrupted, keep
 from aiforge.core.aio import run_sync
 from aiforge.core.progress import progress_bar, progress_enabled
@@ -55,6 +56,7 @@ async def run_items(
     if spec is not None and not options.estimate:
         warn_if_embedded(owner.provider)
     prompts = batch_prompts(items, options.prompt)
+    check_packable(owner, options.pack)
     inputs = prompts.texts
     if len(inputs) > options.max_batch:
         raise UsageError(
@@ -76,6 +78,12 @@ async def run_items(
     # Kept and missing-value rows count from the first frame; items a budget skips never count (the bar then
     # ends short of its total, "stopped", as the batch did).
     progress = progress_bar(len(inputs), initial=len(errors) + len(done)) if shown else None
+    packer = None
+    if options.pack > 1:
+        packer = Packer(
+            owner, spec, prompts.template, pack_texts(prompts), inputs, cache, PackingStats(options.pack),
+            count_alone=pricer_of(owner, spec).input_tokens,
+        )
     run = BatchRun(
         inputs,
         lambda text: owner._arun_batch_item(text, output=spec, cache=cache),
@@ -88,6 +96,8 @@ async def run_items(
         progress=progress,
         twins=duplicates.twins,
         served_again=served_again,
+        pack=options.pack,
+        run_pack=None if packer is None else packer.run,
     )
     try:
         wall_time_s = await run.run(options.concurrency)
@@ -100,7 +110,12 @@ async def run_items(
         if progress is not None:
             progress.close()
     forget(batch.key)
-    result = BatchResult(item_type, inputs=inputs, wall_time_s=wall_time_s, index=prompts.index, output=spec)
+    result = BatchResult(
+        item_type, inputs=inputs, wall_time_s=wall_time_s, index=prompts.index, output=spec,
+        packing=None if packer is None else packer.stats,
+    )
+    if packer is not None:
+        result.extra_saved += packing_saving(packer.stats, pricer_of(owner, spec))
     for index in range(len(inputs)):
         if index in errors:
             result.fail(index, errors[index])

@@ -25,7 +25,8 @@ import asyncio
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +79,10 @@ class BatchRun:
     max_cost: float | None = None
     pricer: ItemPricer | None = None
     progress: Any = None
+    pack: int = 1
+    """Items per request (``run_batch(pack=k)``)."""
+    run_pack: Callable[[list[int]], AsyncGenerator[tuple[int, Any], None]] | None = None
+    """``indices -> (index, result or exception)`` of each item of a packed request (``packing.Packer.run``)."""
     spent: float = 0.0
     in_flight: dict[int, float] = field(default_factory=dict)
     """The cost estimate of each item in flight."""
@@ -97,23 +102,46 @@ class BatchRun:
         started = time.perf_counter()
 
         async def worker() -> None:
-            # A fixed pool of workers pulling the next index bounds concurrency exactly and
-            # keeps 1 000 items from becoming 1 000 waiting tasks.
-            for index in pending:
-                if not self._fits(index):
-                    continue
+            # A fixed pool of workers pulling the next indices bounds concurrency exactly and
+            # keeps 1 000 items from becoming 1 000 waiting tasks; a worker holds one pack at a time.
+            while group := self._next_group(pending):
                 queued(time.perf_counter() - started)  # waited for a free worker: queue_ms, not latency
-                try:
-                    result = await self.run_item(self.inputs[index])
-                except Exception as exc:  # noqa: BLE001 - one item's failure must not lose the others
-                    self.errors[index] = exc
-                    self._landed(index, None, exc)
+                if self.run_pack is None or len(group) == 1:
+                    await self._run_alone(group[0])
                 else:
-                    self.done[index] = result
-                    self._landed(index, result, None)
+                    async with aclosing(self.run_pack(group)) as landing:
+                        async for index, outcome in landing:
+                            self._settle(index, outcome)
 
-        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(leads)))))
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, -(-len(leads) // self.pack)))))
         return time.perf_counter() - started
+
+    def _next_group(self, pending: Iterator[int]) -> list[int]:
+        """The next ``pack`` indices that fit the budget (the ones that do not are recorded as skipped)."""
+        group: list[int] = []
+        for index in pending:
+            if self._fits(index):
+                group.append(index)
+                if len(group) == self.pack:
+                    break
+        return group
+
+    async def _run_alone(self, index: int) -> None:
+        try:
+            result = await self.run_item(self.inputs[index])
+        except Exception as exc:  # noqa: BLE001 - one item's failure must not lose the others
+            self._settle(index, exc)
+        else:
+            self._settle(index, result)
+
+    def _settle(self, index: int, outcome: Any) -> None:
+        """Record item ``index``'s result, or its failure when ``outcome`` is an exception."""
+        if isinstance(outcome, BaseException):
+            self.errors[index] = outcome
+            self._landed(index, None, outcome)
+        else:
+            self.done[index] = outcome
+            self._landed(index, outcome, None)
 
     def _fits(self, index: int) -> bool:
         """Whether item ``index`` may start under the budget; records it as skipped when not."""

@@ -27,6 +27,8 @@ DEDUP = "dedup"
 """Rows answered by an identical earlier row's request in the same batch."""
 CACHE = "cache"
 """Rows answered by the response cache."""
+PACKING = "packing"
+"""Rows answered k to a request (``pack=k``): the requests and input tokens one request per row would have taken."""
 CASCADE = "cascade"
 """Rows a cascade's cheap model kept: the strong model's requests and dollars not spent (``BatchResult.cascade``)."""
 

@@ -27,6 +27,7 @@ TRACE_COLUMNS = [
 BATCH_COLUMNS = [
     "input", "message", "model", "input_tokens", "output_tokens", "cached_tokens", "cost",
     "latency_ms", "iterations", "tool_calls", "error", "trace_id", "cached", "truncated",
+    "packed",
 ]
 """The columns of ``BatchResult.to_dataframe`` for a batch of chat turns."""
 
@@ -121,6 +122,8 @@ class ChatResponse(BaseModel):
     """For a cached reply, what it cost (USD) when it was made; None for a reply made now."""
     truncated: bool = False
     """True when the turn's final model call stopped at its token limit or repeated itself (the reply is cut)."""
+    packed: bool = False
+    """True when the answer came from a packed request (``run_batch(pack=k)``): cost and tokens are a share."""
     trace: list[TraceRecord] = Field(default_factory=list, repr=False)
     """One record per step: model calls and tool calls, in order."""
 
@@ -143,6 +146,7 @@ class ChatResponse(BaseModel):
             "trace_id": self.trace_id,
             "cached": self.cached,
             "truncated": self.truncated,
+            "packed": self.packed,
         }
 
     @classmethod
@@ -162,6 +166,7 @@ class ChatResponse(BaseModel):
             "trace_id": None,
             "cached": False,
             "truncated": False,
+            "packed": False,
         }
 
     def served_again(self) -> ChatResponse:

@@ -88,6 +88,10 @@ class RowTemplate:
                 pieces.append("" if _is_missing(value) else str(value))
         return "".join(pieces)
 
+    def shown(self) -> str:
+        """The template as a reader sees it: the literal text unescaped, each field as ``{name}``."""
+        return "".join(literal + ("" if name is None else f"{{{name}}}") for literal, name in self._parts)
+
     def __repr__(self) -> str:
         return f"RowTemplate({self.template!r})"
 
@@ -126,6 +130,10 @@ class BatchPrompts:
     """Position -> ``"missing value: <fields>"`` for the items that must fail without a call."""
     index: Any = None
     """The pandas index of a Series or DataFrame input, ``None`` for a list (positions)."""
+    template: RowTemplate | None = None
+    """The row template the texts were filled from (None: each item is its own prompt)."""
+    values: list[dict[Any, Any]] | None = None
+    """With a template, each row's field values by field name (what a packed request lists per row)."""
 
 
 def batch_prompts(items: Any, prompt: str | RowTemplate | None = None) -> BatchPrompts:
@@ -222,7 +230,7 @@ def _row_prompts(
         empty = dict.fromkeys(str((shown or {}).get(name, name)) for name in template.fields if _is_missing(row[name]))
         if empty:
             missing[i] = f"missing value: {', '.join(empty)}"
-    return BatchPrompts([template.fill(row) for row in rows], missing, index)
+    return BatchPrompts([template.fill(row) for row in rows], missing, index, template, rows)
 
 
 def _check_names_a_field(template: RowTemplate) -> None:

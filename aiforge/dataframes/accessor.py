@@ -9,7 +9,8 @@ prompt is the same are asked once (``run_batch``'s dedup).
 Prompts are row templates (``core.templates``): ``"Classify: {review}"`` names a DataFrame's columns;
 on a Series, ``{value}`` (or the Series' name) is the value. ``agent=None`` builds a
 ``ChatAgent(memory="none", **settings)``; the model is asked about each row independently either way.
-``cache=``, ``checkpoint=``, ``restart=``, ``max_cost=``, ``dedup=`` and ``cascade=`` are ``run_batch``'s and go to it.
+``cache=``, ``checkpoint=``, ``restart=``, ``max_cost=``, ``dedup=``, ``cascade=`` and ``pack=`` are ``run_batch``'s
+and go to it.
 
 Importing this module registers the accessors (``aiforge`` imports it when pandas is imported).
 """

@@ -160,6 +160,7 @@ def test_batch_dataframe_has_one_row_per_input_in_input_order(batch: BatchResult
             "trace_id",
             "cached",
             "truncated",
+            "packed",
         ]
     )
     assert str(frame["cached_tokens"].dtype) == "Int64"  # nothing read from a prompt cache: 0, a failed row too
@@ -408,6 +409,7 @@ def test_output_adds_one_typed_column_per_field_and_failed_rows_are_null() -> No
         "trace_id",
         "cached",
         "truncated",
+        "packed",
     ]
     assert frame.dtypes[["sentiment", "stars", "error"]].astype(str).tolist() == ["category", "Int64", "string"]
     assert frame["sentiment"].cat.categories.tolist() == ["pos", "neg"]
