@@ -78,6 +78,10 @@ class Reply:
     # A refusal: OpenAI `message.refusal` (and `delta.refusal` when streaming) with null content;
     # Anthropic stop_reason "refusal" with the text as the content.
     refusal: str | None = None
+    # OpenAI token log-probabilities, sent when the request has logprobs=true (else null; also null when this is
+    # None, like a server that ignores logprobs): per answer token a {token: logprob} dict, the first key the token
+    # sent, every key a candidate of its top_logprobs (the request's count of the likeliest).
+    logprobs: list[dict[str, float]] | None = None
 
     def __post_init__(self) -> None:
         self.text = self.text or ""  # tolerate Reply(text=None)
