@@ -37,6 +37,7 @@ GROUPS = {
     "eval_local": "bench.eval_local",
     "dask": "bench.dask_scale",
     "logging": "bench.logging_overhead",
+    "cost": "bench.cost",
 }
 PACKAGES = [
     "aiforge-kit",

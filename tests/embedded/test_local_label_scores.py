@@ -33,7 +33,7 @@ def provider() -> LocalProvider:
 
 
 async def test_an_obvious_review_is_positive_with_confidence_above_half(provider: LocalProvider) -> None:
-    assert provider.scores_labels
+    assert provider.scores_labels and provider.classifies_by_scoring
     scores = await provider.score_labels(review("I love it, best purchase ever"), SENTIMENTS, PARAMS)
     assert scores.answer == "positive"
     assert scores.confidence > 0.5

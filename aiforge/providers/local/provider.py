@@ -101,7 +101,7 @@ class LocalProvider(Provider):
     embedded: ClassVar[bool] = True
     default_temperature: ClassVar[float | None] = defaults.TEMPERATURE
     structured_output: ClassVar[StructuredOutputMode] = "grammar"
-    scores_labels: ClassVar[bool] = True  # each label's tokens' likelihood as the answer (scoring.py)
+    scores_labels = classifies_by_scoring = True  # each label's tokens' likelihood as the answer (scoring.py)
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings
