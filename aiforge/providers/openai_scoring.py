@@ -1,5 +1,7 @@
 """Label scoring over Chat Completions: each label's probability from the first answer token's ``top_logprobs``.
 
+What ``score_labels`` of the ``openai``, ``internal_gateway`` and local-server providers runs.
+
 One request asks for exactly one of the labels (the instruction of ``providers/labels.py``) with
 ``logprobs``, ``top_logprobs=20`` and one answer token. A label's mass is that of the listed tokens
 that begin it and no other label (case and leading space ignored); a label no listed token begins

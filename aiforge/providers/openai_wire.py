@@ -7,7 +7,7 @@ as ``Completion``. The two providers are this one adapter at different endpoints
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -22,9 +22,9 @@ from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
 if TYPE_CHECKING:
     import openai
 
-    from aiforge.core.types import LabelScores
-
-# --------------------------------------------------------------------------- requests
+# ---------------------------------------------------------------------------
+# Requests
+# ---------------------------------------------------------------------------
 
 
 def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -68,9 +68,13 @@ def to_openai_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
-# --------------------------------------------------------------------------- responses
-# Read as decoded JSON, not as the SDK's models: building those costs 0.15 ms a response and about
-# as much per stream chunk, and aiforge reads only a few fields.
+# ---------------------------------------------------------------------------
+# Responses
+# ---------------------------------------------------------------------------
+
+
+# Responses are read as decoded JSON, not as the SDK's models: building those costs 0.15 ms a
+# response and about as much per stream chunk, and aiforge reads only a few fields.
 
 
 def usage_from_openai(usage: Mapping[str, Any] | None) -> Usage:
@@ -180,7 +184,9 @@ class OpenAIStreamState:
         )
 
 
-# --------------------------------------------------------------------------- the adapter
+# ---------------------------------------------------------------------------
+# The adapter
+# ---------------------------------------------------------------------------
 
 
 @cache
@@ -199,7 +205,6 @@ class ChatCompletionsProvider(SDKProvider["openai.AsyncOpenAI"]):
     """A provider speaking Chat Completions through ``openai.AsyncOpenAI``; subclasses set ``endpoint``."""
 
     structured_output: ClassVar[StructuredOutputMode] = "json_schema"
-    scores_labels: ClassVar[bool] = True  # from the first answer token's top_logprobs (openai_scoring.py)
 
     #: OpenAI's reasoning models reject ``max_tokens``; many gateways only know it.
     max_tokens_field: ClassVar[str] = "max_completion_tokens"
@@ -219,11 +224,6 @@ class ChatCompletionsProvider(SDKProvider["openai.AsyncOpenAI"]):
 
     def _sdk_errors(self) -> SDKErrors:
         return _openai_errors()
-
-    async def score_labels(self, messages: list[Message], labels: Sequence[str], params: CallParams) -> LabelScores:
-        from aiforge.providers.openai_scoring import score_by_logprobs  # it imports this module
-
-        return await score_by_logprobs(self, messages, labels, params)
 
     def _http_failure(self, exc: openai.APIError) -> HTTPFailure:
         server_message = exc.body.get("message") if isinstance(exc.body, dict) else None

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from aiforge.core.settings import load_settings
 from aiforge.core.types import BadRequestError, CallParams, Message, ProviderError, UsageError
 from aiforge.providers.anthropic import AnthropicProvider
+from aiforge.providers.local_servers import VLLMProvider
 from fakellm import Fault, LLMServer, Reply
 from tests.providers.conftest import ANTHROPIC, GATEWAY, OPENAI, WireProtocol
 
@@ -146,6 +148,14 @@ async def test_the_gateway_scores_labels_with_its_max_tokens_field(
     assert provider.scores_labels
     assert llm_server.requests[0].body["max_tokens"] == 1
     assert scores.probabilities == pytest.approx({"yes": 0.9 / 0.95, "no": 0.05 / 0.95})
+
+
+async def test_a_local_server_scores_labels_too(llm_server: LLMServer, provider_cleanup: list[Any]) -> None:
+    provider = VLLMProvider(load_settings(PROVIDER="vllm", VLLM_BASE_URL=llm_server.openai_base_url))
+    provider_cleanup.append(provider)
+    llm_server.enqueue(Reply(text="no", logprobs=first_token(no=math.log(0.5), yes=math.log(0.25))))
+    scores = await provider.score_labels(REVIEW, ["yes", "no"], CallParams(model="default"))
+    assert scores.probabilities == pytest.approx({"yes": 1 / 3, "no": 2 / 3})
 
 
 async def test_anthropic_has_no_logprobs_so_it_cannot_score_labels(llm_server: LLMServer) -> None:
