@@ -89,12 +89,15 @@ def test_openai_plain_reply(srv):
 
 def test_openai_logprobs_parse_as_the_sdks_choice_logprobs(srv):
     srv.enqueue(Reply(text="yes", logprobs=[{"yes": -0.1, "no": -2.5, "maybe": -4.0}]), Reply(text="yes"))
-    client = oai(srv)
-    resp = client.chat.completions.create(model="gpt-test", messages=USER, logprobs=True, top_logprobs=2, max_tokens=1)
+    with oai(srv) as client:
+        resp = client.chat.completions.create(
+            model="gpt-test", messages=USER, logprobs=True, top_logprobs=2, max_tokens=1
+        )
+        unasked = client.chat.completions.create(model="gpt-test", messages=USER)
     (first,) = resp.choices[0].logprobs.content
     assert (first.token, first.logprob, first.bytes) == ("yes", -0.1, [121, 101, 115])
     assert [(top.token, top.logprob) for top in first.top_logprobs] == [("yes", -0.1), ("no", -2.5)]
-    assert client.chat.completions.create(model="gpt-test", messages=USER).choices[0].logprobs is None
+    assert unasked.choices[0].logprobs is None
 
 
 def test_strict_openai_rejects_top_logprobs_without_logprobs(srv):
