@@ -9,10 +9,9 @@ import pytest
 
 from aiforge.core.settings import load_settings
 from aiforge.core.types import BadRequestError, CallParams, Message, ProviderError, UsageError
-from aiforge.providers.anthropic import AnthropicProvider
 from aiforge.providers.local_servers import VLLMProvider
 from fakellm import Fault, LLMServer, Reply
-from tests.providers.conftest import ANTHROPIC, GATEWAY, OPENAI, WireProtocol
+from tests.providers.conftest import GATEWAY, OPENAI, WireProtocol
 
 PARAMS = CallParams(model="gpt-4o-mini")
 REVIEW: list[Message] = [
@@ -156,11 +155,3 @@ async def test_a_local_server_scores_labels_too(llm_server: LLMServer, provider_
     llm_server.enqueue(Reply(text="no", logprobs=first_token(no=math.log(0.5), yes=math.log(0.25))))
     scores = await provider.score_labels(REVIEW, ["yes", "no"], CallParams(model="default"))
     assert scores.probabilities == pytest.approx({"yes": 1 / 3, "no": 2 / 3})
-
-
-async def test_anthropic_has_no_logprobs_so_it_cannot_score_labels(llm_server: LLMServer) -> None:
-    provider = AnthropicProvider(ANTHROPIC.settings(llm_server.anthropic_base_url))
-    assert not provider.scores_labels
-    with pytest.raises(ProviderError, match="cannot score labels"):
-        await provider.score_labels(REVIEW, SENTIMENTS, ANTHROPIC.params)
-    await provider.aclose()

@@ -120,7 +120,10 @@ class LocalEngine:
             url = f"{self.server.listening_address}/tokenize"
             headers = {"Authorization": f"Bearer {self._api_key}"}
             try:
-                response = httpx.post(url, json={"content": text, "add_special": False}, headers=headers, timeout=30)
+                # trust_env off: a proxy from the environment must not be asked for 127.0.0.1
+                response = httpx.post(
+                    url, json={"content": text, "add_special": False}, headers=headers, timeout=30, trust_env=False
+                )
                 response.raise_for_status()
                 tokens = [int(token) for token in response.json()["tokens"]]
             except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:

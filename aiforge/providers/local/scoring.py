@@ -27,10 +27,12 @@ if TYPE_CHECKING:
     from aiforge.providers.local.engine import LocalEngine
 
 COUNT_END_OF_TURN = True
-"""Add the end of the turn after the label to its score: the model must stop there, which a label
-that only begins a likelier answer does not (measured in ``bench/cost.py``, bench/results.md)."""
+"""Add the end of the turn after the label to its score: the model must stop there, which a label that only
+begins a likelier answer does not. Measured (``bench/cost.py``, bench/results.md): 66 reviews' sentiment 56%
+right with it, 35% without (65 of 66 "positive"); 44 yes/no rows 50% either way."""
 LENGTH_NORMALISED = False
-"""Score labels by the mean, not the sum, of their tokens' log-probabilities (measured in ``bench/cost.py``)."""
+"""Score labels by the mean, not the sum, of their tokens' log-probabilities: the same answers when the labels
+have as many tokens (both measured sets); the sum is the label's probability, which a cascade's threshold reads."""
 
 TokenLogprobs = dict[str, list[float]]
 """Per label, the log-probability of each of its tokens, then of the end of the turn after them."""
