@@ -112,6 +112,11 @@ def _validate_openai(body: dict) -> None:
             )
     if pending:
         raise _openai_unanswered(pending)
+    top = body.get("top_logprobs")
+    if top is not None and (not isinstance(top, int) or not 0 <= top <= 20):
+        raise _Invalid(f"Invalid 'top_logprobs': expected an integer between 0 and 20, got {top!r}.", "top_logprobs")
+    if top and not body.get("logprobs"):
+        raise _Invalid("'logprobs' must be set to true when 'top_logprobs' is used.", "top_logprobs")
     _validate_response_format(body)
 
 
@@ -198,6 +203,22 @@ def _validate_response_format(body: dict) -> None:
         raise _Invalid(f"Invalid schema for response_format '{name}': {problem}", "response_format")
 
 
+def _logprobs(reply: Reply, body: dict) -> dict | None:
+    """The choice's ``logprobs`` (``ChoiceLogprobs``) for a request that asked for them and a reply scripting them."""
+    if not body.get("logprobs") or reply.logprobs is None:
+        return None
+
+    def token(text: str, logprob: float) -> dict:
+        return {"token": text, "logprob": logprob, "bytes": list(text.encode())}
+
+    content = []
+    for candidates in reply.logprobs:
+        sent = next(iter(candidates.items()))
+        likeliest = sorted(candidates.items(), key=lambda item: -item[1])[: body.get("top_logprobs") or 0]
+        content.append({**token(*sent), "top_logprobs": [token(*item) for item in likeliest]})
+    return {"content": content, "refusal": None}
+
+
 class OpenAIWire:
     """The Chat Completions half of the request handler (mixed into ``fakellm.handler._Handler``)."""
 
@@ -247,7 +268,9 @@ class OpenAIWire:
                 "object": "chat.completion",
                 "created": created,
                 "model": model,
-                "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+                "choices": [
+                    {"index": 0, "message": message, "logprobs": _logprobs(reply, body), "finish_reason": finish}
+                ],
                 "usage": usage,
                 "service_tier": tier,
                 "system_fingerprint": None,

@@ -80,6 +80,10 @@ class Reply:
     refusal: str | None = None
     # OpenAI: the service_tier the answer says served it; None answers the tier asked for ("auto" -> "default").
     service_tier: str | None = None
+    # OpenAI token log-probabilities, sent when the request has logprobs=true (else null; also null when this is
+    # None, like a server that ignores logprobs): per answer token a {token: logprob} dict, the first key the token
+    # sent, every key a candidate of its top_logprobs (the request's count of the likeliest).
+    logprobs: list[dict[str, float]] | None = None
 
     def __post_init__(self) -> None:
         self.text = self.text or ""  # tolerate Reply(text=None)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, ClassVar
 
-from aiforge.core.types import BadRequestError, CallParams, Completion, Message, ToolSpec
+from aiforge.core.types import BadRequestError, CallParams, Completion, LabelScores, Message, ToolSpec
 from aiforge.providers.base import StreamEvent
 from aiforge.providers.openai_output import JSON_OBJECT_ONLY, rejects_json_schema, strict_schema_of
+from aiforge.providers.openai_scoring import score_by_logprobs
 from aiforge.providers.openai_wire import ChatCompletionsProvider
 from aiforge.providers.sdk import Endpoint
 
@@ -36,12 +37,17 @@ class GatewayProvider(ChatCompletionsProvider):
     )
     # Gateways implement the long-standing parameter; not all know max_completion_tokens.
     max_tokens_field: ClassVar[str] = "max_tokens"
+    scores_labels: ClassVar[bool] = True
 
     def batch_api(self, limits: BatchLimits | None = None) -> OpenAIBatchAPI:
         """The Files + Batches API (``agent.submit_batch``); the server must serve ``/v1/files`` and ``/v1/batches``."""
         from aiforge.providers.openai_batch import OpenAIBatchAPI
 
         return OpenAIBatchAPI(self, limits)
+
+    async def score_labels(self, messages: list[Message], labels: Sequence[str], params: CallParams) -> LabelScores:
+        """Each label's probability from the first answer token's ``top_logprobs`` (``openai_scoring``)."""
+        return await score_by_logprobs(self, messages, labels, params)
 
     def json_object_only(self, model: str) -> bool:
         return (self.base_url, model) in JSON_OBJECT_ONLY

@@ -7,10 +7,13 @@ chosen by ``PROVIDER=auto``: a server that happens to run on this machine is not
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from aiforge.core.types import CallParams, LabelScores, Message
+from aiforge.providers.openai_scoring import score_by_logprobs
 from aiforge.providers.openai_wire import ChatCompletionsProvider
 from aiforge.providers.sdk import Endpoint
 
@@ -52,6 +55,11 @@ class LocalServerProvider(ChatCompletionsProvider):
     free = True
     # Local servers implement the long-standing parameter; not all know max_completion_tokens.
     max_tokens_field: ClassVar[str] = "max_tokens"
+    scores_labels: ClassVar[bool] = True  # a server that returns no logprobs fails with ProviderError
+
+    async def score_labels(self, messages: list[Message], labels: Sequence[str], params: CallParams) -> LabelScores:
+        """Each label's probability from the first answer token's ``top_logprobs`` (``openai_scoring``)."""
+        return await score_by_logprobs(self, messages, labels, params)
 
 
 class OllamaProvider(LocalServerProvider):

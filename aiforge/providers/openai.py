@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from aiforge.core.types import CallParams, LabelScores, Message
+from aiforge.providers.openai_scoring import score_by_logprobs
 from aiforge.providers.openai_wire import ChatCompletionsProvider
 from aiforge.providers.sdk import Endpoint
 
@@ -23,12 +26,17 @@ class OpenAIProvider(ChatCompletionsProvider):
     endpoint: ClassVar[Endpoint] = Endpoint(
         "openai", "OPENAI_BASE_URL", "OPENAI_API_KEY", "gpt-4o-mini", default_url=DEFAULT_BASE_URL
     )
+    scores_labels: ClassVar[bool] = True
 
     def batch_api(self, limits: BatchLimits | None = None) -> OpenAIBatchAPI:
         """The Files + Batches API (``agent.submit_batch``)."""
         from aiforge.providers.openai_batch import OpenAIBatchAPI
 
         return OpenAIBatchAPI(self, limits)
+
+    async def score_labels(self, messages: list[Message], labels: Sequence[str], params: CallParams) -> LabelScores:
+        """Each label's probability from the first answer token's ``top_logprobs`` (``openai_scoring``)."""
+        return await score_by_logprobs(self, messages, labels, params)
 
     def fixed_temperature(self, model: str) -> bool:
         name = model.rsplit("/", 1)[-1].lower()

@@ -87,6 +87,29 @@ def test_openai_plain_reply(srv):
     assert req.status == 200 and srv.pending == 0
 
 
+def test_openai_logprobs_parse_as_the_sdks_choice_logprobs(srv):
+    srv.enqueue(Reply(text="yes", logprobs=[{"yes": -0.1, "no": -2.5, "maybe": -4.0}]), Reply(text="yes"))
+    with oai(srv) as client:
+        resp = client.chat.completions.create(
+            model="gpt-test", messages=USER, logprobs=True, top_logprobs=2, max_tokens=1
+        )
+        unasked = client.chat.completions.create(model="gpt-test", messages=USER)
+    (first,) = resp.choices[0].logprobs.content
+    assert (first.token, first.logprob, first.bytes) == ("yes", -0.1, [121, 101, 115])
+    assert [(top.token, top.logprob) for top in first.top_logprobs] == [("yes", -0.1), ("no", -2.5)]
+    assert unasked.choices[0].logprobs is None
+
+
+def test_strict_openai_rejects_top_logprobs_without_logprobs(srv):
+    srv.strict = True
+    status, body = post(srv, "/v1/chat/completions", {"model": "m", "messages": USER, "top_logprobs": 3})
+    assert status == 400 and "'logprobs' must be set to true" in body["error"]["message"]
+    status, body = post(
+        srv, "/v1/chat/completions", {"model": "m", "messages": USER, "logprobs": True, "top_logprobs": 21}
+    )
+    assert status == 400 and "between 0 and 20" in body["error"]["message"]
+
+
 def test_anthropic_plain_reply(srv):
     srv.enqueue(Reply(text="Paris.", usage={"input_tokens": 50, "output_tokens": 7}, cached_tokens=30))
     raw = ant(srv).messages.with_raw_response.create(model="claude-test", max_tokens=100, messages=USER)

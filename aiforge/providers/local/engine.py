@@ -62,6 +62,8 @@ class LocalEngine:
         self.executor = ThreadPoolExecutor(max_workers=SLOTS, thread_name_prefix="aiforge-local")
         self._server: Any = None
         self._load_lock = threading.Lock()
+        self._api_key = secrets.token_hex(16)
+        self._tokens: dict[str, list[int]] = {}
 
     @property
     def loaded(self) -> bool:
@@ -88,8 +90,8 @@ class LocalEngine:
         params.cpuparams_batch.n_threads = self.threads
         params.verbosity = -1  # llama.cpp logs nothing; failures reach the caller as exceptions
         # The server always listens on 127.0.0.1 as well: a random key keeps other local
-        # processes out of it, and one HTTP thread is enough for nobody.
-        params.api_keys = [secrets.token_hex(16)]
+        # processes out of it, and one HTTP thread serves only ``tokens_of``.
+        params.api_keys = [self._api_key]
         params.n_threads_http = 1
         try:
             return xllamacpp.Server(params)
@@ -105,6 +107,29 @@ class LocalEngine:
                 f"llama.cpp could not load LOCAL_MODEL_PATH={str(self.model_path)!r} ({exc}); "
                 "point LOCAL_MODEL_PATH at a GGUF model file or unset it to use the bundled SmolLM2 weights."
             ) from None
+
+    def tokens_of(self, text: str) -> list[int]:
+        """The token ids of ``text`` as the model reads it mid-conversation (no BOS); cached per text.
+
+        xllamacpp's ``Server`` has no tokenize method, so this asks its own HTTP ``/tokenize``.
+        """
+        tokens = self._tokens.get(text)
+        if tokens is None:
+            import httpx
+
+            url = f"{self.server.listening_address}/tokenize"
+            headers = {"Authorization": f"Bearer {self._api_key}"}
+            try:
+                # trust_env off: a proxy from the environment must not be asked for 127.0.0.1
+                response = httpx.post(
+                    url, json={"content": text, "add_special": False}, headers=headers, timeout=30, trust_env=False
+                )
+                response.raise_for_status()
+                tokens = [int(token) for token in response.json()["tokens"]]
+            except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+                raise ProviderError(f"the embedded model could not tokenize {text!r}: {exc}", provider="local") from exc
+            self._tokens[text] = tokens
+        return tokens
 
     def generate(self, request: dict[str, Any], on_chunk: Callable[[dict[str, Any]], bool]) -> None:
         """Decode one streamed chat completion, calling ``on_chunk`` per chunk (worker thread).

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from typing import Any, ClassVar
 
@@ -23,6 +23,7 @@ from aiforge.core.types import (
     BadRequestError,
     CallParams,
     Completion,
+    LabelScores,
     Message,
     ProviderError,
     ToolCall,
@@ -43,6 +44,7 @@ from aiforge.providers.local.placeholders import (
 )
 from aiforge.providers.local.protocol import ANSWER_SCHEMA, chat_messages, reply_schema
 from aiforge.providers.local.reply import AnswerStream, JsonAnswerStream, parse_reply, reply_problem
+from aiforge.providers.local.scoring import score_by_likelihood
 from aiforge.providers.local.tool_gate import relevant_tools
 from aiforge.providers.local.weights import resolve_model_path, warn_if_model_is_not_loaded
 
@@ -99,6 +101,7 @@ class LocalProvider(Provider):
     embedded: ClassVar[bool] = True
     default_temperature: ClassVar[float | None] = defaults.TEMPERATURE
     structured_output: ClassVar[StructuredOutputMode] = "grammar"
+    scores_labels = classifies_by_scoring = True  # each label's tokens' likelihood as the answer (scoring.py)
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings
@@ -200,6 +203,9 @@ class LocalProvider(Provider):
                     final = event
         assert final is not None
         return final
+
+    async def score_labels(self, messages: list[Message], labels: Sequence[str], params: CallParams) -> LabelScores:
+        return await score_by_likelihood(self.engine, messages, labels, self._error)
 
     async def stream(
         self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
