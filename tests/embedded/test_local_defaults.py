@@ -104,3 +104,11 @@ def test_the_default_panel_answers_rome_without_a_tool() -> None:
     assert panel.agent.provider_name == "local"
     response = panel.send("Hi! What is the capital of Italy?")
     assert response is not None and "Rome" in response.message and not response.tool_calls
+
+
+def test_an_agent_with_a_small_max_tokens_does_not_cap_a_later_agent_on_the_same_model() -> None:
+    # Agents of the same connection settings share one provider instance; the first one's MAX_TOKENS once became
+    # every later agent's cap (a 16-token "Il capo di Italy ..." after tests/batch/test_embedded.py's agent).
+    ChatAgent(provider="local", memory="none", MAX_TOKENS=4).chat("Hi!")
+    response = ChatAgent(provider="local", memory="none").chat("Write a long essay about mountains")
+    assert response.output_tokens > 4

@@ -1,11 +1,10 @@
 """``LocalProvider``: the embedded model as a provider, streaming, with tools by constrained decoding.
 
-Each request is decoded on the shared engine's worker thread (``engine.py``); its tokens are handed
-to the event loop as they are decoded, and a consumer that stops listening stops the decoding.
-With tools offered, replies follow the JSON protocol of ``protocol.py`` and reach the agent as
-plain text or native ``ToolCall``s, never as JSON. With ``params.output`` set the same protocol
-carries the answer as an object of the output schema: the reply always parses, and the answer's
-JSON text is what streams and what ``Completion.text`` holds.
+Each request is decoded on the shared engine's worker thread (``engine.py``); its tokens are handed to the event
+loop as they are decoded, and a consumer that stops listening stops the decoding. With tools offered, replies
+follow the JSON protocol of ``protocol.py`` and reach the agent as plain text or native ``ToolCall``s, never as
+JSON. With ``params.output`` set the same protocol carries the answer as an object of the output schema: the
+reply always parses, and the answer's JSON text is what streams and what ``Completion.text`` holds.
 """
 
 from __future__ import annotations
@@ -125,7 +124,8 @@ class LocalProvider(Provider):
     def _request(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> dict[str, Any]:
         # None: the user set no TEMPERATURE (ChatAgent passes it only then), so the measured default.
         temperature = params.temperature if params.temperature is not None else defaults.TEMPERATURE
-        max_tokens = params.max_tokens or self.settings.MAX_TOKENS or DEFAULT_MAX_TOKENS
+        # Not self.settings.MAX_TOKENS: agents share this instance, each sends its own cap as params.max_tokens.
+        max_tokens = params.max_tokens or DEFAULT_MAX_TOKENS
         return {
             "messages": chat_messages(messages, tools, params.output),
             **self.sampling,
