@@ -8,7 +8,6 @@ import os
 import signal
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -22,24 +21,14 @@ from aiforge.core.pricing import lookup_price
 from aiforge.core.types import Usage
 from aiforge.providers.scripted import ScriptedProvider
 from fakellm import Fault, LLMServer, RecordedRequest, Reply
+from tests.support.agents import openai_agent as agent
 from tests.support.bars import record_bars
 
-KEY = "sk-test-dedup-0123456789"
 TEXTS = ["great", "awful", "great", "fine", "awful", "great", "meh", "fine", "great", "awful"]
 """10 rows, 4 distinct prompts: 6 rows repeat an earlier one."""
 LABELS = [f"r{i}" for i in range(len(TEXTS))]
 
 
-@pytest.fixture
-def srv() -> Iterator[LLMServer]:
-    with LLMServer() as server:
-        yield server
-
-
-def agent(server: LLMServer, **settings: object) -> ChatAgent:
-    return ChatAgent(
-        provider="openai", OPENAI_API_KEY=KEY, OPENAI_BASE_URL=server.openai_base_url, MAX_RETRIES=0, **settings
-    )
 
 
 def asked(server: LLMServer) -> Counter[str]:

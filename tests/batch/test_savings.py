@@ -3,8 +3,6 @@ from the rows (dedup and response-cache hits), adds what other features report, 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from aiforge import ChatAgent
@@ -12,20 +10,11 @@ from aiforge.batch.savings import Savings
 from aiforge.core.types import UsageError
 from aiforge.providers.scripted import ScriptedProvider
 from fakellm import LLMServer
+from tests.support.agents import openai_agent as agent
 
 TEXTS = ["great", "awful", "great", "fine", "awful", "great", "meh", "fine", "great", "awful"]
 
 
-@pytest.fixture
-def srv() -> Iterator[LLMServer]:
-    with LLMServer() as server:
-        yield server
-
-
-def agent(server: LLMServer, **settings: object) -> ChatAgent:
-    return ChatAgent(
-        provider="openai", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.openai_base_url, MAX_RETRIES=0, **settings
-    )
 
 
 def test_str_is_one_line_with_each_sources_requests() -> None:

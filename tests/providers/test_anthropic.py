@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from pathlib import Path
@@ -242,17 +243,19 @@ async def test_stream_stalling_midway_times_out_with_partial_text(
 # --- settings it cannot send ------------------------------------------------------------------
 
 
+def claude_agent(server: LLMServer, **settings: Any) -> ChatAgent:
+    return ChatAgent(
+        provider="anthropic", ANTHROPIC_API_KEY=SECRET, ANTHROPIC_BASE_URL=server.anthropic_base_url, **settings
+    )
+
+
 def test_a_temperature_the_user_set_is_not_sent_and_the_agent_says_so_once(
     llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # TEMPERATURE reached no Anthropic request (the Messages API rejects it) and nothing said so.
     monkeypatch.setattr("aiforge.providers.base._warned_unsent", set())  # "once" is per process
 
-    def agent(**settings: Any) -> ChatAgent:
-        return ChatAgent(
-            provider="anthropic", ANTHROPIC_API_KEY=SECRET, ANTHROPIC_BASE_URL=llm_server.anthropic_base_url, **settings
-        )
-
+    agent = functools.partial(claude_agent, llm_server)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         agent()  # the default temperature: nothing was asked for, nothing to say
@@ -274,11 +277,7 @@ def test_a_service_tier_the_user_set_is_not_sent_and_the_agent_says_so_once(
 ) -> None:
     monkeypatch.setattr("aiforge.providers.base._warned_unsent", set())  # "once" is per process
 
-    def agent(**settings: Any) -> ChatAgent:
-        return ChatAgent(
-            provider="anthropic", ANTHROPIC_API_KEY=SECRET, ANTHROPIC_BASE_URL=llm_server.anthropic_base_url, **settings
-        )
-
+    agent = functools.partial(claude_agent, llm_server)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         agent()
