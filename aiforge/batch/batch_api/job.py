@@ -102,8 +102,11 @@ class BatchJob:
         return run_sync(self.acancel())
 
     async def await_results(
-        self, *, progress: bool = True, poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float | None = None
+        self, *, progress: bool = True, poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float | None = None,
+        first_poll: float | None = None,
     ) -> BatchResult:
+        """``wait()`` in async code; ``first_poll``: the first pause, doubled at each poll up to ``poll_interval``."""
+        pause = poll_interval if first_poll is None else min(first_poll, poll_interval)
         bar = None
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
@@ -118,7 +121,8 @@ class BatchJob:
                     break
                 if deadline is not None and time.monotonic() >= deadline:
                     raise TimeoutError(f"batch job {self.id} still {status}; wait() again or attach later")
-                await asyncio.sleep(poll_interval)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, poll_interval)
         finally:
             if bar is not None:
                 bar.close()
