@@ -232,13 +232,11 @@ class ChatAgent:
         return await run_items(self, items, BatchOptions.of(concurrency=concurrency, max_batch=max_batch, **options))
 
     def estimate_batch(
-        self, items: Sequence[str] | Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
-        checkpoint: str | os.PathLike[str] | None = None,
+        self, items: Sequence[str] | Any, concurrency: int = 10, **options: Unpack[BatchArguments]
     ) -> BatchEstimate:
-        """What ``run_batch`` with these arguments would cost, before anything is spent (``BatchEstimate``)."""
-        count = max(len(items), 1)  # estimate=True: run_batch returns a BatchEstimate
-        return cast("BatchEstimate", self.run_batch(items, count, count, output=output, prompt=prompt,
-                                                    checkpoint=checkpoint, estimate=True))
+        """What ``run_batch`` with these arguments would cost, before anything is spent; ``.plans`` compares plans."""
+        options["estimate"] = True  # run_batch then returns a BatchEstimate
+        return cast("BatchEstimate", self.run_batch(items, concurrency, max(len(items), 1), **options))
 
     def submit_batch(
         self, items: Sequence[str] | Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
