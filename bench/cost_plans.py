@@ -5,8 +5,8 @@ dedup measure's prompt, classified into three labels on gpt-4o-mini; ``agent.est
 before any request (the fake server is only the endpoint the agent is built on: it receives nothing). Input
 tokens are counted as the estimate counts them (tiktoken when its encoding file is on the machine, else about 4
 characters a token); output tokens are ``MAX_TOKENS`` per request, set to ``OUTPUT_TOKENS`` (a JSON label answer
-is about 8). Each plan row checks one relation the planner promises: deduped below as is, the Batch API half of
-as is, packed counted from the packed prompts. Flex has no price on gpt-4o-mini; one more row shows it on
+is about 8). Each plan row checks one relation the planner promises: deduped below as is, the Batch API (each
+distinct prompt once) half of deduped, packed below deduped. Flex has no price on gpt-4o-mini; one more row shows it on
 gpt-5-mini (half of deduped).
 """
 
@@ -45,13 +45,13 @@ def plans_table(quick: bool) -> list[Row]:
         flex_estimate = _estimate(server, FLEX_MODEL, frame, PROMPT)
         sent = server.request_count
     plans = {plan.name: plan for plan in estimate.plans}
-    as_is = plans["as_is"].dollars or 0.0
+    as_is, deduped = plans["as_is"].dollars or 0.0, plans["deduped"].dollars or 0.0
     checks = {
         "as_is": ("", None),
         "deduped": ("< as is", plans["deduped"].dollars is not None and plans["deduped"].dollars < as_is),
         "flex": ("n/a on gpt-4o-mini", not plans["flex"].available),
-        "batch_api": ("= as is / 2", abs((plans["batch_api"].dollars or 0.0) - as_is / 2) < 1e-12),
-        "packed": ("< deduped", (plans["packed"].dollars or 0.0) < (plans["deduped"].dollars or 0.0)),
+        "batch_api": ("= deduped / 2", abs((plans["batch_api"].dollars or 0.0) - deduped / 2) < 1e-12),
+        "packed": ("< deduped", (plans["packed"].dollars or 0.0) < deduped),
     }
     rows = []
     for name, (target, passed) in checks.items():

@@ -7,8 +7,8 @@ plan sends:
 - ``deduped``: one request per distinct prompt (the default);
 - ``flex``: deduped at OpenAI's flex tier, ``FLEX_DISCOUNT`` of the price (providers that send ``SERVICE_TIER``,
   models with a flex price);
-- ``batch_api``: every row with a value through the provider's Batch API (``submit_batch`` neither dedups nor
-  skips finished rows) at ``BATCH_DISCOUNT``;
+- ``batch_api``: the rows ``plan="cheapest"`` would submit to the provider's Batch API at ``BATCH_DISCOUNT``: each
+  distinct prompt once (every row with ``dedup=False``); a job re-sends rows a checkpoint has (it is one job);
 - ``packed``: the distinct prompts k per request, each request counted in ``packed_prompt``'s real layout with
   the packed output schema; k is ``pack=`` or ``SUGGESTED_PACK``;
 - ``cascade`` (with ``cascade=``): the cheap model scores every row, the strong model answers the calibration
@@ -53,7 +53,8 @@ def plans_of(
     as_is = _live("as_is", [texts[i] for i in todo], pricer, options, "one request per row")
     repeats = f"rows repeating another's prompt served from it: {len(todo) - len(leads)}"
     deduped = _live("deduped", [texts[i] for i in leads], pricer, options, repeats)
-    plans = [as_is, deduped, _flex(owner, deduped), _batch_api(owner, [texts[i] for i in rows], pricer)]
+    sent = list(dict.fromkeys(texts[i] for i in rows)) if options.dedup else [texts[i] for i in rows]
+    plans = [as_is, deduped, _flex(owner, deduped), _batch_api(owner, sent, pricer, options.dedup)]
     plans.append(_packed(owner, prompts, options, leads, pricer))
     if options.cascade is not None:
         plans.append(_cascade(owner, prompts, options, rows, pricer))
@@ -89,7 +90,7 @@ def _flex(owner: BatchOwner, deduped: Plan) -> Plan:
     )
 
 
-def _batch_api(owner: BatchOwner, texts: list[str], pricer: ItemPricer) -> Plan:
+def _batch_api(owner: BatchOwner, texts: list[str], pricer: ItemPricer, dedup: bool) -> Plan:
     try:
         owner.provider.batch_api()  # builds the client side only: no request
     except ProviderError:
@@ -102,7 +103,8 @@ def _batch_api(owner: BatchOwner, texts: list[str], pricer: ItemPricer) -> Plan:
     cost = _cost(pricer, input_tokens, output_tokens)
     return Plan(
         "batch_api", len(texts), input_tokens, output_tokens, None if cost is None else cost * share,
-        seconds=BATCH_API_WINDOW_S, note=f"every row, {share:.0%} of the price, answered within 24 h",
+        seconds=BATCH_API_WINDOW_S,
+        note=f"{'deduped' if dedup else 'every row'}, {share:.0%} of the price, answered within 24 h",
     )
 
 

@@ -7,9 +7,10 @@ is its 24-hour window); the cheapest of those runs (the faster on a tie), and no
 before any request, naming the plan that comes closest.
 
 - flex: the batch's calls ask for ``service_tier="flex"`` (``core.tier_override``): the agent is unchanged;
-- Batch API: ``BatchJob`` submits the rows (with ``checkpoint=``, the job id is kept there at once, and the same
-  call after a kernel restart attaches to that job instead of paying again, whatever the deadline), waits with
-  its progress bar, and its results are the ``BatchResult``.
+- Batch API: ``BatchJob`` submits the rows (each distinct prompt once with ``dedup``, its repeats served from
+  it; with ``checkpoint=``, the job id is kept there at once, and the same call after a kernel restart attaches
+  to that job instead of paying again, whatever the deadline), waits with its progress bar, and its results are
+  the ``BatchResult``.
 
 ``result.plan`` names what ran; flex's and the Batch API's saving against the same requests at the list price is
 ``Savings.of("flex" | "batch_api", dollars=...)`` in ``result.extra_saved``.
@@ -32,6 +33,7 @@ from aiforge.core.pricing import BATCH_DISCOUNT, flex_discount
 from aiforge.core.templates import batch_prompts
 from aiforge.core.tier_override import service_tier_for_batch
 from aiforge.core.types import UsageError
+from aiforge.providers.batch_api import ItemNotRunError
 
 if TYPE_CHECKING:
     from aiforge.batch.options import BatchOptions
@@ -93,11 +95,8 @@ async def run_cheapest(owner: BatchOwner, items: Any, options: BatchOptions, run
     # A job this batch already has (an earlier call, before a kernel restart) is paid for: attach to it.
     plan = Plan(BATCH_API) if _job_recorded(owner, items, options) else choose(estimate, options)
     if plan.name == BATCH_API:
-        job = await BatchJob.asubmit(
-            owner, items, output=options.output, prompt=options.prompt, checkpoint=options.checkpoint
-        )
-        result = await job.await_results(first_poll=FIRST_POLL_S)
-        paid: float = sum(row.cost for row in result.results)
+        result = await _run_batch_api(owner, items, options)
+        paid: float = sum(row.cost for row in result.results if not getattr(row, "cached", False))
         share = BATCH_DISCOUNT.get(owner.provider_name, 1.0)
     elif plan.name == FLEX:
         before = len(owner.cost_tracker.records)
@@ -125,3 +124,44 @@ def _job_recorded(owner: BatchOwner, items: Any, options: BatchOptions) -> bool:
     texts = batch_prompts(items, options.prompt).texts
     checkpoint = open_checkpoint(options.checkpoint, batch_identity(owner, texts, options.output), False)
     return checkpoint is not None and checkpoint.job() is not None
+
+
+async def _run_batch_api(owner: BatchOwner, items: Any, options: BatchOptions) -> BatchResult:
+    """The rows through a Batch API job: with ``dedup``, each distinct prompt once, its repeats served from it."""
+    prompts = batch_prompts(items, options.prompt)
+    item_type = owner.result_type()
+    served_again: Callable[[Any], Any] | None = getattr(item_type, "served_again", None) if options.dedup else None
+    lead_of: dict[int, int] = {}
+    first: dict[str, int] = {}
+    for index, text in enumerate(prompts.texts):
+        if index not in prompts.missing:
+            lead_of[index] = index if served_again is None else first.setdefault(text, index)
+    job = await BatchJob.asubmit(
+        owner, items, output=options.output, prompt=options.prompt, checkpoint=options.checkpoint,
+        only=set(lead_of.values()),
+    )
+    ran = await job.await_results(first_poll=FIRST_POLL_S)
+    if served_again is None:
+        return ran
+    answered = dict(zip(ran.indices, ran.results, strict=True))
+    errors = {failure.position: failure.error for failure in ran.failed}
+    result = BatchResult(item_type, inputs=ran.inputs, wall_time_s=ran.wall_time_s, index=ran.index, output=ran.output)
+    twins: dict[int, Any] = {}
+    for index in range(len(ran.inputs)):
+        lead = lead_of.get(index, index)
+        if index in answered:
+            result.results.append(answered[index])
+            result.indices.append(index)
+        elif lead != index and lead in answered:  # a repeat: its lead's answer, cost 0 (``cached``)
+            twins[index] = served_again(answered[lead])
+            result.results.append(twins[index])
+            result.indices.append(index)
+        else:
+            result.fail(index, errors.get(lead, errors.get(index, ItemNotRunError("not run"))))
+    checkpoint = None
+    if options.checkpoint is not None and twins:  # the job recorded the repeats as not run: they are answered
+        checkpoint = open_checkpoint(options.checkpoint, batch_identity(owner, ran.inputs, options.output), False)
+    for index, twin in twins.items():
+        if checkpoint is not None:
+            checkpoint.record(index, payload=twin.to_payload())
+    return result

@@ -67,7 +67,9 @@ def test_an_estimate_names_each_plan_with_numbers_consistent_with_each_other(srv
     assert deduped.dollars is not None and as_is.dollars is not None and deduped.dollars < as_is.dollars
     assert flex.available and flex.dollars == pytest.approx(deduped.dollars / 2)
     assert (flex.input_tokens, flex.output_tokens) == (deduped.input_tokens, deduped.output_tokens)
-    assert batch_api.requests == 8 and batch_api.dollars == pytest.approx(as_is.dollars / 2)
+    assert batch_api.requests == 5 and batch_api.dollars == pytest.approx(deduped.dollars / 2)
+    every_row = plans_by_name(openai_agent(srv, "gpt-5-mini").estimate_batch(REVIEWS, dedup=False))["batch_api"]
+    assert every_row.requests == 8 and every_row.dollars == pytest.approx(as_is.dollars / 2)
     # the estimate's own fields stay the plan run_batch would run with these options (deduped)
     assert (estimate.to_run, estimate.input_tokens, estimate.cost) == (5, deduped.input_tokens, deduped.dollars)
     assert [plan.name for plan in estimate.plans if plan.cheapest] == ["flex"] and estimate.cheapest == flex
@@ -137,6 +139,23 @@ def test_cheapest_with_a_day_to_spare_sends_a_batch_api_job_and_lands_rows_on_th
     assert list(table.index) == list(rows.index)
     assert list(table["message"]) == [f"echo: review {n}" for n in range(6)]
     assert result.extra_saved.by_source["batch_api"].dollars == pytest.approx(result.total_cost)
+
+
+def test_a_batch_api_plan_sends_each_distinct_prompt_once_and_serves_the_repeats(srv: LLMServer) -> None:
+    result = openai_agent(srv, "gpt-4o-mini").run_batch(REVIEWS, plan="cheapest")
+    (job,) = batch_jobs(srv)
+    assert result.plan == "batch_api" and len(job.items) == 5 and not live_requests(srv)
+    assert [r.message for r in result.results] == [f"echo: {text}" for text in REVIEWS] and not result.failed
+    assert [r.cached for r in result.results] == [False, False, True, False, True, False, True, False]
+    assert result.saved.by_source["dedup"].requests == 3
+
+
+def test_after_a_deduped_batch_api_plan_its_checkpoint_holds_every_row(srv: LLMServer, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "plans.db"
+    openai_agent(srv, "gpt-4o-mini").run_batch(REVIEWS, plan="cheapest", checkpoint=checkpoint)
+    again = openai_agent(srv, "gpt-4o-mini").run_batch(REVIEWS, checkpoint=checkpoint)
+    assert not live_requests(srv) and not again.failed
+    assert [r.message for r in again.results] == [f"echo: {text}" for text in REVIEWS]
 
 
 def test_the_accessor_passes_plan_and_deadline_through(srv: LLMServer) -> None:

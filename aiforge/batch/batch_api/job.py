@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import os
 import time
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.batch_api.requests import batch_requests, call_params, index_of, to_result
@@ -211,7 +212,9 @@ class BatchJob:
     async def asubmit(
         cls, module: BatchOwner, items: Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
         checkpoint: str | os.PathLike[str] | None = None, limits: BatchLimits | None = None,
+        only: Collection[int] | None = None,
     ) -> BatchJob:
+        """``submit_batch``; ``only``: the positions to send (the planner's deduped rows), None for every row."""
         spec = None if output is None else OutputSpec.of(output)
         prompts = batch_prompts(items, prompt)
         api = module.provider.batch_api(limits)
@@ -225,7 +228,9 @@ class BatchJob:
                 job.ids = [part for part in submitted.split(JOB_ID_SEPARATOR) if part]
                 job.reattached = True
                 return job
-        texts = {i: text for i, text in enumerate(prompts.texts) if i not in prompts.missing}
+        texts = {
+            i: text for i, text in enumerate(prompts.texts) if i not in prompts.missing and (only is None or i in only)
+        }
         entries = [api.encode(request) for request in batch_requests(module, texts, job.params)]
         chunks = api.split(entries)
         try:
