@@ -207,3 +207,17 @@ def test_scripted_has_a_batch_api_but_no_flex_and_being_free_runs_deduped() -> N
     assert plans["deduped"].dollars == 0.0 == plans["batch_api"].dollars  # free: plan="cheapest" keeps sync calls
     result = agent.run_batch(REVIEWS, plan="cheapest")
     assert result.plan == "deduped" and len(fake.calls) == 5 and "flex" not in result.extra_saved.by_source
+
+
+def test_an_agent_with_tools_has_no_batch_api_nor_packed_plan_and_runs_live() -> None:
+    def word_count(text: str) -> int:
+        """Count the words of ``text``."""
+        return len(text.split())
+
+    fake = ScriptedProvider()
+    agent = ChatAgent(provider=fake, tools=[word_count])
+    plans = plans_by_name(agent.estimate_batch(REVIEWS))
+    assert "cannot run the agent's tools" in plans["batch_api"].note and not plans["batch_api"].available
+    assert "with tools" in plans["packed"].note and not plans["packed"].available
+    result = agent.run_batch(REVIEWS, plan="cheapest", deadline="2d")
+    assert result.plan == "deduped" and not fake.batches.jobs and len(result.results) == 8
