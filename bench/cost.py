@@ -12,6 +12,7 @@ list. Requests and tokens are the fake server's own counts (``fakellm`` counts t
 - provider prompt caches: ``bench/cost_prompt_cache.py``.
 - row packing: ``bench/cost_packing.py``.
 - the embedded model's label scoring against constrained generation: ``bench/cost_label_scoring.py``.
+- the plans an estimate compares (as is, deduped, flex, Batch API, packed): ``bench/cost_plans.py``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from bench.common import OPENAI_MODEL, Row
 from bench.cost_cascade import cascade_rows
 from bench.cost_label_scoring import label_scoring_vs_generation
 from bench.cost_packing import packing_accuracy_embedded, packing_input_tokens
+from bench.cost_plans import plans_table
 from bench.cost_prompt_cache import prompt_cache_savings
 
 GROUP = "cost"
@@ -130,7 +132,7 @@ def dedup_on_a_repeated_column(quick: bool) -> list[Row]:
 
 MEASURES: list[Callable[[bool], list[Row]]] = [
     dedup_on_a_repeated_column, cascade_rows, prompt_cache_savings, packing_input_tokens, packing_accuracy_embedded,
-    label_scoring_vs_generation,
+    label_scoring_vs_generation, plans_table,
 ]
 """The group's rows, one small function each (``quick -> rows``)."""
 

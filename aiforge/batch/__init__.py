@@ -4,6 +4,7 @@
 the workers, resumption, checkpoint and budget rules, ``identity`` what a batch is and has already done,
 ``results`` the ``BatchResult``, ``estimate`` the dry-run price, ``dedup`` which rows repeat another's prompt (asked
 once), ``packing`` several rows per request (``pack=k``), ``savings`` what a batch did not spend
-(``BatchResult.saved``), ``cascade`` a cheap model's confident rows kept at a calibrated threshold. The providers'
-Batch API jobs (sent whole, answered within a day) are the ``batch_api`` sub-package.
+(``BatchResult.saved``), ``cascade`` a cheap model's confident rows kept at a calibrated threshold, ``plans``
+and ``plan_table`` the ways to run a batch an estimate compares, ``planner`` the cheapest of them meeting a
+deadline. The providers' Batch API jobs (sent whole, answered within a day) are the ``batch_api`` sub-package.
 """

@@ -9,8 +9,8 @@
    that is at or above the threshold, and stays failed otherwise, as any failed row of a batch).
 
 The strong model runs through ``run_items`` (handed in by the orchestrator: this module does not import it),
-so its rows get the cache, concurrency, progress bar and failures of any batch. Checkpoints, budgets and
-estimates are not combined with a cascade (a ``UsageError`` says so).
+so its rows get the cache, concurrency, progress bar and failures of any batch. Checkpoints and budgets are not
+combined with a cascade (a ``UsageError`` says so); an estimate lists the cascade among its plans (``plan_table``).
 """
 
 from __future__ import annotations
@@ -128,8 +128,6 @@ def check_cascade_options(options: BatchOptions) -> None:
     for name in ("checkpoint", "max_cost"):
         if getattr(options, name) is not None:
             raise UsageError(f"cascade= does not combine with {name}= yet; run the cascade without it")
-    if options.estimate:
-        raise UsageError("cascade= does not combine with estimate=True: what it spends depends on the calibration")
 
 
 async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_items: RunItems) -> BatchResult:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aiforge.batch.plans import Plan, plans_html, plans_text
 from aiforge.core.pricing import ModelPrice, lookup_price
 from aiforge.core.tokens import CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS, estimate_tokens
 from aiforge.core.types import Usage
@@ -42,6 +43,20 @@ class BatchEstimate:
     """How input tokens were counted: ``tiktoken (<encoding>)`` or ``~4 characters per token``."""
     finished: int = 0
     """Items a checkpoint or an interrupted run already holds."""
+    plans: tuple[Plan, ...] = ()
+    """Every way to run this batch, compared (``batch.plan_table``): as is, deduped, flex, Batch API, packed,
+    cascade; the fields above are what ``run_batch`` with these exact options would do."""
+
+    @property
+    def cheapest(self) -> Plan | None:
+        """The available plan of the fewest dollars (None when no plan is priced)."""
+        return next((plan for plan in self.plans if plan.cheapest), None)
+
+    def to_dataframe(self) -> Any:
+        """The plans as a pandas DataFrame, one row per plan (``Plan.row``)."""
+        import pandas as pd
+
+        return pd.DataFrame([plan.row() for plan in self.plans]).set_index("plan")
 
     def _summary(self) -> str:
         cost = "unknown (model not in the price table)" if self.cost is None else f"${self.cost:.4f}"
@@ -51,16 +66,18 @@ class BatchEstimate:
         )
 
     def __repr__(self) -> str:
+        table = f"\n{plans_text(self.plans)}" if self.plans else ""
         return (
             f"BatchEstimate({self._summary()}; input counted by {self.counting}, "
-            f"{self.output_tokens_each} output tokens per item assumed)"
+            f"{self.output_tokens_each} output tokens per item assumed){table}"
         )
 
     def _repr_html_(self) -> str:
         return (
             f"<div><b>Batch estimate</b> · {html.escape(self._summary())}<br><small>input tokens counted by "
             f"{html.escape(self.counting)}; {self.output_tokens_each} output tokens per item assumed "
-            f"(MAX_TOKENS, or {DEFAULT_OUTPUT_TOKENS})</small></div>"
+            f"(MAX_TOKENS, or {DEFAULT_OUTPUT_TOKENS}); times are a rough model (aiforge.batch.plans)</small>"
+            f"{plans_html(self.plans) if self.plans else ''}</div>"
         )
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import os
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from aiforge.batch.cascade_spec import Cascade
+from aiforge.batch.plans import RUN_PLANS, deadline_seconds
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import RowTemplate
 from aiforge.core.types import UsageError
@@ -28,6 +30,11 @@ class BatchArguments(TypedDict, total=False):
     pack: int
     """Rows per request (issue 24's row packing): k rows go out as one id'd list and come back matched by id;
     a row left unanswered or answered invalidly is asked again alone. 1 (the default) sends each row alone."""
+    plan: str
+    """``"as_is"`` (the default): run as the other options say. ``"cheapest"``: the cheapest of deduped, flex and
+    the Batch API that meets ``deadline`` (``batch.planner``); ``result.plan`` says which ran."""
+    deadline: datetime.timedelta | float | str | None
+    """For ``plan="cheapest"``: a ``timedelta``, seconds, or ``"30m"``, ``"2h"``, ``"1d"``; None: no deadline."""
 
 
 BATCH_ARGUMENTS = tuple(BatchArguments.__annotations__)
@@ -51,8 +58,15 @@ class BatchOptions:
     """Rows with the same prompt are asked once (``batch.dedup``); False asks every row (sampling at a temperature)."""
     cascade: Cascade | None = None
     pack: int = 1
+    plan: str = "as_is"
+    deadline: datetime.timedelta | float | str | None = None
 
     def __post_init__(self) -> None:
+        if self.plan not in RUN_PLANS:
+            raise UsageError(f"plan= is one of {', '.join(map(repr, RUN_PLANS))}, not {self.plan!r}")
+        deadline_seconds(self.deadline)  # a UsageError for a deadline that is not one
+        if self.deadline is not None and self.plan != "cheapest":
+            raise UsageError('deadline= chooses among plans: pass it with plan="cheapest"')
         for name in ("concurrency", "max_batch", "pack"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -3,12 +3,14 @@
 Items may be a list, a pandas Series or DataFrame, with a row template (``core.templates.batch_prompts``); a
 row with a missing value fails without a call. Rows with the same prompt are asked once (``dedup``). A batch
 can use the response cache, resume from a checkpoint or an interrupted run, stop at a budget, or only be
-estimated; ``runner`` holds the rules. Its ``BatchResult.saved`` says what that spared (``savings``).
+estimated (every plan compared: ``plan_table``), or run by the cheapest plan meeting a deadline (``planner``);
+``runner`` holds the rules. Its ``BatchResult.saved`` says what that spared (``savings``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +21,8 @@ from aiforge.batch.estimate import BatchEstimate, estimate_of
 from aiforge.batch.identity import batch_identity, finished_items, open_cache, open_checkpoint, pricer_of
 from aiforge.batch.options import BatchOptions
 from aiforge.batch.packing import Packer, check_packable, pack_texts, packing_saving
+from aiforge.batch.plan_table import plans_of
+from aiforge.batch.planner import run_cheapest
 from aiforge.batch.results import BatchItem, BatchResult, MissingValueError, PackingStats
 from aiforge.batch.runner import BatchRun, KeptBatch, forget, interrupted, keep
 from aiforge.core.aio import run_sync
@@ -50,7 +54,9 @@ async def run_items(
     the rows are shared between two models (``cascade``).
     """
     item_type = checked_item_type(owner)
-    if options.cascade is not None:
+    if options.plan == "cheapest" and not options.estimate:
+        return await run_cheapest(owner, items, options, run_items)
+    if options.cascade is not None and not options.estimate:  # its estimate is the plans' cascade row
         return await run_cascade(owner, items, options, run_items)
     spec = options.output
     if spec is not None and not options.estimate:
@@ -71,7 +77,9 @@ async def run_items(
     served_again: Callable[[Any], Any] | None = getattr(item_type, "served_again", None) if options.dedup else None
     duplicates = Duplicates() if served_again is None else find_duplicates(inputs, done, errors)
     if options.estimate:
-        return estimate_of(pricer_of(owner, spec), inputs, done, errors, dedup=served_again is not None)
+        pricer = pricer_of(owner, spec)
+        estimate = estimate_of(pricer, inputs, done, errors, dedup=served_again is not None)
+        return dataclasses.replace(estimate, plans=plans_of(owner, prompts, options, pricer, done, errors))
     if served_again is not None:
         done.update({index: served_again(done[twin]) for index, twin in duplicates.answered.items()})
     shown = progress_enabled(owner.settings.PROGRESS_BAR) and inputs

@@ -150,6 +150,8 @@ class BatchResult:
     """What a ``cascade=`` batch did (each row's ``answered_by`` is a column of ``to_dataframe()``)."""
     packing: PackingStats | None = None
     """With ``pack=k`` (k > 1): the packed requests and rows, what packing saved is computed from."""
+    plan: str = "as_is"
+    """The plan that ran (``batch.plans.PLANS``): ``deduped``, ``flex`` or ``batch_api`` after ``plan="cheapest"``."""
 
     @property
     def total_cost(self) -> float:

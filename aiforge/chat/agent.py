@@ -226,19 +226,17 @@ class ChatAgent:
         would pass it; the rest are in ``skipped`` (and ``failed``). ``estimate=True``: spend nothing,
         return a ``BatchEstimate``. ``cascade``: an ``aiforge.Cascade`` lets a cheap model keep the label rows
         it is confident on, at a threshold calibrated to a stated agreement with the strong one. ``pack=k`` sends
-        k rows per request, answers matched by id (``batch.packing``). The options are
-        ``aiforge.batch.options.BatchArguments``; see ``aiforge.batch`` for the rules.
+        k rows per request, answers matched by id (``batch.packing``). ``plan="cheapest"`` runs the cheapest plan
+        meeting ``deadline`` (``batch.planner``). The options are ``aiforge.batch.options.BatchArguments``.
         """
         return await run_items(self, items, BatchOptions.of(concurrency=concurrency, max_batch=max_batch, **options))
 
     def estimate_batch(
-        self, items: Sequence[str] | Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
-        checkpoint: str | os.PathLike[str] | None = None,
+        self, items: Sequence[str] | Any, concurrency: int = 10, **options: Unpack[BatchArguments]
     ) -> BatchEstimate:
-        """What ``run_batch`` with these arguments would cost, before anything is spent (``BatchEstimate``)."""
-        count = max(len(items), 1)  # estimate=True: run_batch returns a BatchEstimate
-        return cast("BatchEstimate", self.run_batch(items, count, count, output=output, prompt=prompt,
-                                                    checkpoint=checkpoint, estimate=True))
+        """What ``run_batch`` with these arguments would cost, before anything is spent; ``.plans`` compares plans."""
+        options["estimate"] = True  # run_batch then returns a BatchEstimate
+        return cast("BatchEstimate", self.run_batch(items, concurrency, max(len(items), 1), **options))
 
     def submit_batch(
         self, items: Sequence[str] | Any, *, output: Any = None, prompt: str | RowTemplate | None = None,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 from aiforge.chat.tool_runner import ToolInterrupted, Toolset
 from aiforge.core.aio import closing_iterator
 from aiforge.core.costs import CostTracker
+from aiforge.core.tier_override import with_batch_tier
 from aiforge.core.tokens import TRUNCATED_FINISH_REASONS
 from aiforge.core.types import CallParams, Completion, Message, ToolResult, TraceRecord
 from aiforge.core.waits import Waits, start_turn
@@ -69,7 +70,7 @@ class Turn:
         started = time.perf_counter()
         self.step_streamed_text = False
         runtime = self.runtime
-        params = self.params or runtime.params
+        params = with_batch_tier(self.params or runtime.params)
         if self.emit is None:
             completion = await runtime.provider.complete(messages, runtime.toolset.specs, params)
         else:

@@ -109,6 +109,12 @@ FLEX_DISCOUNT: Mapping[str, float] = MappingProxyType(
 )
 """The share of the list price (``PRICES`` included) a flex-tier call bills, by model."""
 
+
+def flex_discount(model: str) -> float | None:
+    """The share of the list price ``model`` bills at the flex tier; None when it has no flex price."""
+    return _resolve(model, FLEX_DISCOUNT)
+
+
 # Priority processing, USD per 1M tokens (input / cached input / output) from openai.com/api-priority-processing
 # (short-context rates). gpt-4o-2024-05-13 has no cached rate there: its cached input pays the input rate.
 PRIORITY_PRICES: Mapping[str, ModelPrice] = MappingProxyType({
@@ -220,7 +226,7 @@ def price_of(
     if service_tier in _LIST_TIERS:
         return price.cost_of(usage), True
     if service_tier == "flex":
-        discount = _resolve(model, FLEX_DISCOUNT)
+        discount = flex_discount(model)
         return (0.0, False) if discount is None else (price.cost_of(usage) * discount, True)
     if service_tier == "priority":
         priority = _resolve(model, PRIORITY_PRICES)

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import os
 import time
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.batch_api.requests import batch_requests, call_params, index_of, to_result
@@ -102,8 +103,11 @@ class BatchJob:
         return run_sync(self.acancel())
 
     async def await_results(
-        self, *, progress: bool = True, poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float | None = None
+        self, *, progress: bool = True, poll_interval: float = DEFAULT_POLL_INTERVAL, timeout: float | None = None,
+        first_poll: float | None = None,
     ) -> BatchResult:
+        """``wait()`` in async code; ``first_poll``: the first pause, doubled at each poll up to ``poll_interval``."""
+        pause = poll_interval if first_poll is None else min(first_poll, poll_interval)
         bar = None
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
@@ -118,7 +122,8 @@ class BatchJob:
                     break
                 if deadline is not None and time.monotonic() >= deadline:
                     raise TimeoutError(f"batch job {self.id} still {status}; wait() again or attach later")
-                await asyncio.sleep(poll_interval)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, poll_interval)
         finally:
             if bar is not None:
                 bar.close()
@@ -207,7 +212,9 @@ class BatchJob:
     async def asubmit(
         cls, module: BatchOwner, items: Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
         checkpoint: str | os.PathLike[str] | None = None, limits: BatchLimits | None = None,
+        only: Collection[int] | None = None,
     ) -> BatchJob:
+        """``submit_batch``; ``only``: the positions to send (the planner's deduped rows), None for every row."""
         spec = None if output is None else OutputSpec.of(output)
         prompts = batch_prompts(items, prompt)
         api = module.provider.batch_api(limits)
@@ -221,7 +228,9 @@ class BatchJob:
                 job.ids = [part for part in submitted.split(JOB_ID_SEPARATOR) if part]
                 job.reattached = True
                 return job
-        texts = {i: text for i, text in enumerate(prompts.texts) if i not in prompts.missing}
+        texts = {
+            i: text for i, text in enumerate(prompts.texts) if i not in prompts.missing and (only is None or i in only)
+        }
         entries = [api.encode(request) for request in batch_requests(module, texts, job.params)]
         chunks = api.split(entries)
         try:
