@@ -65,6 +65,7 @@ class CheapAnswer:
         known = {
             "message": self.message, "model": self.model, "cost": self.cost, "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens, "latency_ms": self.latency_ms, "error": None,
+            "confidence": self.confidence,
         }
         return {name: known.get(name, value) for name, value in self.columns.items()}
 

@@ -17,6 +17,7 @@ from aiforge.batch.dedup import Duplicates, find_duplicates
 from aiforge.batch.embedded import warn_if_embedded
 from aiforge.batch.estimate import BatchEstimate, estimate_of
 from aiforge.batch.identity import batch_identity, finished_items, open_cache, open_checkpoint, pricer_of
+from aiforge.batch.label_scoring import scored_labels
 from aiforge.batch.options import BatchOptions
 from aiforge.batch.packing import Packer, check_packable, pack_texts, packing_saving
 from aiforge.batch.results import BatchItem, BatchResult, MissingValueError, PackingStats
@@ -64,7 +65,9 @@ async def run_items(
             f"pass max_batch={len(inputs)} to process them all, or split the list"
         )
     cache = owner.response_cache if options.cache is None else open_cache(options.cache)
-    batch = batch_identity(owner, inputs, spec)
+    # Decided once here too: LABELS_BY=scoring that cannot score is a UsageError before any call.
+    scored = scored_labels(owner.provider, owner.settings, spec, tools=bool(owner._request_context()[1]))
+    batch = batch_identity(owner, inputs, spec, scored=scored is not None)
     checkpoint = open_checkpoint(options.checkpoint, batch, options.restart)
     done = finished_items(batch, checkpoint, item_type, spec, restart=options.restart)
     errors: dict[int, BaseException] = {i: MissingValueError(why) for i, why in prompts.missing.items()}

@@ -27,7 +27,7 @@ TRACE_COLUMNS = [
 BATCH_COLUMNS = [
     "input", "message", "model", "input_tokens", "output_tokens", "cached_tokens", "cost",
     "latency_ms", "iterations", "tool_calls", "error", "trace_id", "cached", "truncated",
-    "packed",
+    "packed", "confidence",
 ]
 """The columns of ``BatchResult.to_dataframe`` for a batch of chat turns."""
 
@@ -124,6 +124,8 @@ class ChatResponse(BaseModel):
     """True when the turn's final model call stopped at its token limit or repeated itself (the reply is cut)."""
     packed: bool = False
     """True when the answer came from a packed request (``run_batch(pack=k)``): cost and tokens are a share."""
+    confidence: float | None = None
+    """The answer's probability among the labels when the batch row was scored (``LABELS_BY``); None when generated."""
     trace: list[TraceRecord] = Field(default_factory=list, repr=False)
     """One record per step: model calls and tool calls, in order."""
 
@@ -147,6 +149,7 @@ class ChatResponse(BaseModel):
             "cached": self.cached,
             "truncated": self.truncated,
             "packed": self.packed,
+            "confidence": self.confidence,
         }
 
     @classmethod
@@ -167,6 +170,7 @@ class ChatResponse(BaseModel):
             "cached": False,
             "truncated": False,
             "packed": False,
+            "confidence": None,
         }
 
     def served_again(self) -> ChatResponse:
@@ -183,7 +187,7 @@ class ChatResponse(BaseModel):
         update = {"cached": True, "cost": 0.0, "cached_cost": paid, "latency_ms": 0.0, "queue_ms": 0.0}
         return self.model_copy(update={**update, "trace": [record]})
 
-    column_dtypes: ClassVar[dict[str, str]] = {"cached_tokens": "Int64"}
+    column_dtypes: ClassVar[dict[str, str]] = {"cached_tokens": "Int64", "confidence": "Float64"}
     """Batch columns given a pandas dtype (``BatchResult.to_dataframe``); the others are inferred."""
 
     def to_payload(self) -> dict[str, Any]:
