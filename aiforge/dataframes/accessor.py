@@ -67,7 +67,7 @@ class _Operations:
         concurrency: int = 10,
         **settings: Any,
     ) -> pd.Series:
-        """A categorical Series ``label`` of ``labels``: the answer is constrained to them."""
+        """A categorical Series ``label`` of ``labels``: the answer constrained to them, or scored (``LABELS_BY``)."""
         labels = _checked_labels(labels)
         batch = self._run(prompt, Literal[labels], agent, concurrency, settings)
         return _attach(_columns(batch)[OUTPUT_COLUMN].rename(LABEL_COLUMN), batch)
