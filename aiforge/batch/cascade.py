@@ -131,6 +131,8 @@ def check_cascade_options(options: BatchOptions) -> None:
             raise UsageError(f"cascade= does not combine with {name}= yet; run the cascade without it")
     if options.estimate:
         raise UsageError("cascade= does not combine with estimate=True: what it spends depends on the calibration")
+    if options.calibrate:
+        raise UsageError("cascade= does not combine with calibrate=True: its threshold is set on the scores as given")
 
 
 async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_items: RunItems) -> BatchResult:

@@ -17,6 +17,7 @@ from aiforge.core.types import UsageError
 from aiforge.providers.labels import checked_labels
 
 if TYPE_CHECKING:
+    from aiforge.batch.options import BatchOptions
     from aiforge.core.output import OutputSpec
     from aiforge.core.settings import AIForgeSettings
     from aiforge.providers.base import Provider
@@ -49,3 +50,17 @@ def scored_labels(
             "use an agent without tools, or LABELS_BY='auto' to generate the answers"
         )
     return values
+
+
+def check_calibration(options: BatchOptions, scored: dict[str, Any] | None) -> None:
+    """A ``UsageError`` for ``calibrate=True`` on a batch whose rows are not all scored."""
+    if not options.calibrate or options.estimate:
+        return
+    if scored is None:
+        raise UsageError(
+            "calibrate=True calibrates scored labels, and this batch's rows are generated: it needs a label output "
+            "(classify, filter, a Literal, Enum or bool) on a provider that scores them (LABELS_BY='scoring' or "
+            "'auto' on the embedded model)"
+        )
+    if options.pack > 1:
+        raise UsageError("calibrate=True does not combine with pack=: packed rows are generated, not scored")

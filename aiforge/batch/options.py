@@ -28,6 +28,9 @@ class BatchArguments(TypedDict, total=False):
     pack: int
     """Rows per request (issue 24's row packing): k rows go out as one id'd list and come back matched by id;
     a row left unanswered or answered invalidly is asked again alone. 1 (the default) sends each row alone."""
+    calibrate: bool
+    """Scored label rows (``LABELS_BY``) are answered after subtracting each label's mean log-probability over the
+    batch (``batch.label_calibration``): more accurate on a small model, but a row's answer depends on its batch."""
 
 
 BATCH_ARGUMENTS = tuple(BatchArguments.__annotations__)
@@ -51,6 +54,7 @@ class BatchOptions:
     """Rows with the same prompt are asked once (``batch.dedup``); False asks every row (sampling at a temperature)."""
     cascade: Cascade | None = None
     pack: int = 1
+    calibrate: bool = False
 
     def __post_init__(self) -> None:
         for name in ("concurrency", "max_batch", "pack"):
@@ -64,6 +68,8 @@ class BatchOptions:
             raise UsageError(f"checkpoint= is a file path (one file per batch), not {self.checkpoint!r}")
         if not isinstance(self.dedup, bool):
             raise UsageError(f"dedup= is True (each distinct prompt once) or False (every row), not {self.dedup!r}")
+        if not isinstance(self.calibrate, bool):
+            raise UsageError(f"calibrate= is True (calibrate scored labels) or False, not {self.calibrate!r}")
         if self.cascade is not None and not isinstance(self.cascade, Cascade):
             raise UsageError(f"cascade= takes an aiforge.Cascade(first=..., then=...), not {self.cascade!r}")
 

@@ -86,8 +86,8 @@ class CachedTurn:
             "input_tokens": outcome.input_tokens,
             "output_tokens": outcome.output_tokens,
         }
-        if outcome.confidence is not None:  # a scored answer's (``scored_turn``)
-            payload["confidence"] = outcome.confidence
+        if outcome.label_probabilities is not None:  # a scored answer's (``scored_turn``)
+            payload.update(confidence=outcome.confidence, label_probabilities=outcome.label_probabilities)
         self.cache.put(self.key, payload, cost=cost)
 
 
@@ -121,6 +121,7 @@ def lookup(
         output=None if spec is None else spec.validate(reply),
         model=payload["model"],
         confidence=payload.get("confidence"),
+        label_probabilities=payload.get("label_probabilities"),
         trace=[
             {
                 "step": CACHE_STEP, "node": CACHE_STEP, "name": "hit", "model": payload["model"],

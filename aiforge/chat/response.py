@@ -7,7 +7,10 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field
+
+from aiforge.core.output import WRAPPER_KEY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,6 +33,11 @@ BATCH_COLUMNS = [
     "packed", "confidence",
 ]
 """The columns of ``BatchResult.to_dataframe`` for a batch of chat turns."""
+
+
+def label_message(value: Any) -> str:
+    """The reply of a scored label row: the output value as a generated answer's wrapped JSON (``{"value": ...}``)."""
+    return pydantic_core.to_json({WRAPPER_KEY: value}).decode()
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -126,6 +134,8 @@ class ChatResponse(BaseModel):
     """True when the answer came from a packed request (``run_batch(pack=k)``): cost and tokens are a share."""
     confidence: float | None = None
     """The answer's probability among the labels when the batch row was scored (``LABELS_BY``); None when generated."""
+    label_probabilities: dict[str, float] | None = None
+    """Each label's probability as the scored row's answer, as the model gave it (before ``calibrate=True``)."""
     trace: list[TraceRecord] = Field(default_factory=list, repr=False)
     """One record per step: model calls and tool calls, in order."""
 
@@ -172,6 +182,10 @@ class ChatResponse(BaseModel):
             "packed": False,
             "confidence": None,
         }
+
+    def relabelled(self, value: Any, confidence: float) -> ChatResponse:
+
+        return self.model_copy(update={"message": label_message(value), "output": value, "confidence": confidence})
 
     def served_again(self) -> ChatResponse:
         """This reply for another row of the batch with the same prompt: no request, so ``cached`` and cost 0.

@@ -13,10 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-import pydantic_core
-
+from aiforge.chat.response import label_message
 from aiforge.chat.structured import TurnOutcome
-from aiforge.core.output import WRAPPER_KEY
 from aiforge.core.types import Completion, Message
 
 if TYPE_CHECKING:
@@ -35,7 +33,7 @@ async def scored_outcome(
     params = turn.params or turn.runtime.params
     scores = await provider.score_labels(messages, list(labels), params)
     value = labels[scores.answer]
-    reply = pydantic_core.to_json({WRAPPER_KEY: value}).decode()
+    reply = label_message(value)
     completion = Completion(text=reply, usage=scores.usage, model=scores.model or params.model, finish_reason="stop")
     record = turn.account(completion, kind=SCORE_KIND, node="score", started=started)
     record["probabilities"] = dict(scores.probabilities)
@@ -48,4 +46,5 @@ async def scored_outcome(
         output_tokens=scores.usage.output_tokens,
         model=completion.model,
         confidence=scores.confidence,
+        label_probabilities=dict(scores.probabilities),
     )

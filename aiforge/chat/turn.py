@@ -162,6 +162,7 @@ def _response(
         stopped_by_limit=any(r.get("stopped_by_limit") for r in trace),
         truncated=final_call_truncated(trace),
         confidence=outcome.confidence,
+        label_probabilities=outcome.label_probabilities,
         trace=trace,
         **cache_marks(trace),
     )

@@ -140,6 +140,7 @@ def test_scored_rows_are_kept_by_the_response_cache_with_their_confidence(tmp_pa
     frame = cached.attrs["aiforge"].to_dataframe()
     assert again.calls == [] and frame["cached"].all()
     assert cached.tolist() == ["pos"] * 4 and frame["confidence"].tolist() == [0.8] * 4
+    assert cached.attrs["aiforge"].results[0].label_probabilities == {"pos": 0.8, "neg": 0.2}
 
 
 def test_a_generated_answer_in_the_cache_is_not_served_to_a_scored_batch(tmp_path: Path) -> None:
