@@ -22,7 +22,7 @@ from typing import Any
 
 from bench.common import OPENAI_MODEL, Row
 from bench.cost_cascade import cascade_rows
-from bench.cost_label_scoring import label_scoring_vs_generation
+from bench.cost_label_scoring import classify_default_and_calibrated, label_scoring_vs_generation
 from bench.cost_packing import packing_accuracy_embedded, packing_input_tokens
 from bench.cost_prompt_cache import prompt_cache_savings
 
@@ -130,7 +130,7 @@ def dedup_on_a_repeated_column(quick: bool) -> list[Row]:
 
 MEASURES: list[Callable[[bool], list[Row]]] = [
     dedup_on_a_repeated_column, cascade_rows, prompt_cache_savings, packing_input_tokens, packing_accuracy_embedded,
-    label_scoring_vs_generation,
+    label_scoring_vs_generation, classify_default_and_calibrated,
 ]
 """The group's rows, one small function each (``quick -> rows``)."""
 
