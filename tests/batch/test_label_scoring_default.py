@@ -158,3 +158,14 @@ def test_a_checkpoint_keeps_scored_rows_with_their_confidence(tmp_path: Path) ->
     labels = REVIEWS.aiforge.classify(PROMPT, LABELS, agent=agent_on(again), checkpoint=path)
     assert again.calls == [] and labels.tolist() == ["pos"] * 4
     assert labels.attrs["aiforge"].to_dataframe()["confidence"].tolist() == [0.8] * 4
+
+
+def test_a_cascades_cheap_rows_fill_the_confidence_column() -> None:
+    rows = pd.Series([f"review {i}" for i in range(40)])
+    cheap = ChatAgent(provider=ScriptedProvider(scores=scores), memory="none")
+    strong = ChatAgent(provider=ScriptedProvider(default=lambda messages: structured("pos")))
+    cascade = aiforge.Cascade(first=cheap, then=strong, target=0.5, confidence=0.5, sample=20)
+    frame = rows.aiforge.classify("{value}", LABELS, cascade=cascade).attrs["aiforge"].to_dataframe()
+    first = frame["answered_by"] == "first"
+    assert first.any() and frame.loc[first, "confidence"].tolist() == [0.8] * int(first.sum())
+    assert frame.loc[~first, "confidence"].isna().all()  # the strong model generated its rows
