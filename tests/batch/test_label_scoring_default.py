@@ -18,7 +18,7 @@ from pydantic import BaseModel
 import aiforge  # noqa: F401 - registers the .aiforge accessor
 from aiforge import ChatAgent
 from aiforge.chat.response import BATCH_COLUMNS
-from aiforge.core.types import Message, UsageError
+from aiforge.core.types import ConfigError, Message, UsageError
 from aiforge.providers.function import FunctionProvider
 from aiforge.providers.scripted import ScriptedProvider, structured
 
@@ -169,3 +169,10 @@ def test_a_cascades_cheap_rows_fill_the_confidence_column() -> None:
     first = frame["answered_by"] == "first"
     assert first.any() and frame.loc[first, "confidence"].tolist() == [0.8] * int(first.sum())
     assert frame.loc[~first, "confidence"].isna().all()  # the strong model generated its rows
+
+
+def test_labels_by_is_read_from_the_environment_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIFORGE_LABELS_BY", "generation")
+    assert REVIEWS.aiforge.classify(PROMPT, LABELS, agent=agent_on(scripted())).tolist() == ["neg"] * 4
+    with pytest.raises(ConfigError, match="LABELS_BY"):
+        ChatAgent(provider=scripted(), LABELS_BY="sometimes")
