@@ -184,7 +184,7 @@ class ChatResponse(BaseModel):
         }
 
     def relabelled(self, value: Any, confidence: float) -> ChatResponse:
-
+        """This scored row answering ``value`` at ``confidence`` instead (``batch.label_calibration``)."""
         return self.model_copy(update={"message": label_message(value), "output": value, "confidence": confidence})
 
     def served_again(self) -> ChatResponse:
