@@ -23,7 +23,7 @@ from typing import Any
 
 from bench.common import OPENAI_MODEL, Row
 from bench.cost_cascade import cascade_rows
-from bench.cost_label_scoring import label_scoring_vs_generation
+from bench.cost_label_scoring import classify_default_and_calibrated, label_scoring_vs_generation
 from bench.cost_packing import packing_accuracy_embedded, packing_input_tokens
 from bench.cost_plans import plans_table
 from bench.cost_prompt_cache import prompt_cache_savings
@@ -132,7 +132,7 @@ def dedup_on_a_repeated_column(quick: bool) -> list[Row]:
 
 MEASURES: list[Callable[[bool], list[Row]]] = [
     dedup_on_a_repeated_column, cascade_rows, prompt_cache_savings, packing_input_tokens, packing_accuracy_embedded,
-    label_scoring_vs_generation, plans_table,
+    label_scoring_vs_generation, classify_default_and_calibrated, plans_table,
 ]
 """The group's rows, one small function each (``quick -> rows``)."""
 

@@ -4,14 +4,17 @@
 two ways, on the labelled sets of ``bench/data`` (66 product reviews: positive / negative / neutral; 44
 reviews: is it about shipping? yes / no), the same prompt for both:
 
-- generation: ``series.aiforge.classify(prompt, labels, agent=agent, concurrency=1)``, the answer decoded
-  under a grammar of the labels (what ``classify`` does today);
+- generation: ``series.aiforge.classify(prompt, labels, agent=agent, concurrency=1)`` with
+  ``LABELS_BY="generation"``, the answer decoded under a grammar of the labels (what ``classify`` did before);
 - scoring: ``provider.score_labels([user prompt], labels)``, each label's own tokens read, never generated
   (``aiforge/providers/local/scoring.py``).
 
 Accuracy is the share of rows whose answer is the label; time per row is wall time over the rows, one at a
 time. The scoring rows' notes give the other ways of adding up a label's token log-probabilities (mean or
 sum, with or without the end of the turn), from the same pass, and how confidence separates right from wrong.
+
+``classify_default_and_calibrated``: ``classify`` as it runs now on the embedded model (scored, the agent's default
+system prompt), and with ``calibrate=True`` (each label's mean log-probability over the batch subtracted).
 """
 
 from __future__ import annotations
@@ -103,7 +106,8 @@ def label_scoring_vs_generation(quick: bool) -> list[Row]:
     from aiforge import ChatAgent
     from aiforge.providers.local import scoring
 
-    agent = ChatAgent(provider="local", memory="none", TEMPERATURE=0.0, PROGRESS_BAR=False)
+    # Generation as it was measured: LABELS_BY would have classify score on this provider.
+    agent = ChatAgent(provider="local", memory="none", TEMPERATURE=0.0, PROGRESS_BAR=False, LABELS_BY="generation")
     provider = agent.provider
     rows: list[Row] = []
     for name, file, template, labels in TASKS:
@@ -146,6 +150,38 @@ def label_scoring_vs_generation(quick: bool) -> list[Row]:
                 f"{scoring_time / n * 1000:.0f} ms",
                 f"{generation_time / n * 1000:.0f} ms",
                 (scoring_time / n) / (generation_time / n),
+            )
+        )
+    return rows
+
+
+def classify_default_and_calibrated(quick: bool) -> list[Row]:
+    """``classify`` as a user runs it on the embedded model (scored by default since ``LABELS_BY``, the agent's
+    default system prompt), then with ``calibrate=True`` on the same rows (served by the response cache)."""
+    import pandas as pd
+
+    from aiforge import ChatAgent
+
+    agent = ChatAgent(provider="local", memory="none", TEMPERATURE=0.0, PROGRESS_BAR=False, CACHE="memory")
+    rows: list[Row] = []
+    for name, file, template, labels in TASKS:
+        data = labelled(file)
+        if quick:
+            data = data[:: max(1, len(data) // 6)][:6]
+        texts, truth = pd.Series([row["review"] for row in data]), pd.Series([row["label"] for row in data])
+        started = time.perf_counter()
+        scored = texts.aiforge.classify(template, labels, agent=agent, concurrency=1)
+        per_row = (time.perf_counter() - started) / len(data)
+        calibrated = texts.aiforge.classify(template, labels, agent=agent, concurrency=1, calibrate=True)
+        answered_by = {r.trace[0]["name"] for r in scored.attrs["aiforge"].results}
+        rows.append(
+            Row(
+                GROUP,
+                f"embedded classify default, {name} ({len(data)} rows): accuracy, calibrate=True vs not",
+                f"{(calibrated.astype('string') == truth).mean():.0%}",
+                f"{(scored.astype('string') == truth).mean():.0%}",
+                note=f"{per_row * 1000:.0f} ms per row scored; trace steps {sorted(answered_by)}; "
+                f"calibrated rows from the cache: {calibrated.attrs['aiforge'].cached}",
             )
         )
     return rows

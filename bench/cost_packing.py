@@ -141,7 +141,8 @@ def packing_accuracy_embedded(quick: bool) -> list[Row]:
     frame, truth = pd.DataFrame({"review": [r["review"] for r in reviews]}), [r["sentiment"] for r in reviews]
     measured = {}
     for pack in (1, PACK):
-        agent = ChatAgent(provider="local", TEMPERATURE=0, memory="none", PROGRESS_BAR=False)
+        # Both generated: packed requests are (LABELS_BY would score the rows sent one at a time).
+        agent = ChatAgent(provider="local", TEMPERATURE=0, memory="none", PROGRESS_BAR=False, LABELS_BY="generation")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", EmbeddedModelWarning)  # known: this model's labels are weak
             got = frame.aiforge.classify(EMBEDDED_PROMPT, LABELS, agent=agent, pack=pack, concurrency=1)

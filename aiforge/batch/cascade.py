@@ -65,6 +65,7 @@ class CheapAnswer:
         known = {
             "message": self.message, "model": self.model, "cost": self.cost, "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens, "latency_ms": self.latency_ms, "error": None,
+            "confidence": self.confidence,
         }
         return {name: known.get(name, value) for name, value in self.columns.items()}
 
@@ -128,6 +129,8 @@ def check_cascade_options(options: BatchOptions) -> None:
     for name in ("checkpoint", "max_cost"):
         if getattr(options, name) is not None:
             raise UsageError(f"cascade= does not combine with {name}= yet; run the cascade without it")
+    if options.calibrate:
+        raise UsageError("cascade= does not combine with calibrate=True: its threshold is set on the scores as given")
 
 
 async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_items: RunItems) -> BatchResult:

@@ -19,8 +19,11 @@ if TYPE_CHECKING:
     from aiforge.store import BatchFingerprint, Checkpoint, ResponseCache
 
 
-def batch_identity(owner: BatchOwner, inputs: list[str], spec: OutputSpec | None) -> BatchFingerprint:
-    """What identifies this batch: its prompts, and everything its replies depend on (never a key)."""
+def batch_identity(
+    owner: BatchOwner, inputs: list[str], spec: OutputSpec | None, *, scored: bool = False
+) -> BatchFingerprint:
+    """What identifies this batch: its prompts, and everything its replies depend on (never a key); ``scored``:
+    its label rows are answered by scoring (``label_scoring``), not generated."""
     from aiforge.store import batch_fingerprint, fingerprint
     from aiforge.store.fingerprint import public_endpoint
 
@@ -35,6 +38,7 @@ def batch_identity(owner: BatchOwner, inputs: list[str], spec: OutputSpec | None
         "system_prompt": system_prompt,
         "tools": tools,
         "output": None if spec is None else spec.wire_schema,
+        **({"answered_by": "score_labels"} if scored else {}),
     }
     return batch_fingerprint([fingerprint(text) for text in inputs], settings)
 

@@ -35,6 +35,9 @@ class BatchArguments(TypedDict, total=False):
     the Batch API that meets ``deadline`` (``batch.planner``); ``result.plan`` says which ran."""
     deadline: datetime.timedelta | float | str | None
     """For ``plan="cheapest"``: a ``timedelta``, seconds, or ``"30m"``, ``"2h"``, ``"1d"``; None: no deadline."""
+    calibrate: bool
+    """Scored label rows (``LABELS_BY``) are answered after subtracting each label's mean log-probability over the
+    batch (``batch.label_calibration``): more accurate on a small model, but a row's answer depends on its batch."""
 
 
 BATCH_ARGUMENTS = tuple(BatchArguments.__annotations__)
@@ -60,6 +63,7 @@ class BatchOptions:
     pack: int = 1
     plan: str = "as_is"
     deadline: datetime.timedelta | float | str | None = None
+    calibrate: bool = False
 
     def __post_init__(self) -> None:
         if self.plan not in RUN_PLANS:
@@ -78,6 +82,8 @@ class BatchOptions:
             raise UsageError(f"checkpoint= is a file path (one file per batch), not {self.checkpoint!r}")
         if not isinstance(self.dedup, bool):
             raise UsageError(f"dedup= is True (each distinct prompt once) or False (every row), not {self.dedup!r}")
+        if not isinstance(self.calibrate, bool):
+            raise UsageError(f"calibrate= is True (calibrate scored labels) or False, not {self.calibrate!r}")
         if self.cascade is not None and not isinstance(self.cascade, Cascade):
             raise UsageError(f"cascade= takes an aiforge.Cascade(first=..., then=...), not {self.cascade!r}")
 

@@ -19,6 +19,8 @@ from aiforge.batch.dedup import Duplicates, find_duplicates
 from aiforge.batch.embedded import warn_if_embedded
 from aiforge.batch.estimate import BatchEstimate, estimate_of
 from aiforge.batch.identity import batch_identity, finished_items, open_cache, open_checkpoint, pricer_of
+from aiforge.batch.label_calibration import calibrated
+from aiforge.batch.label_scoring import check_calibration, scored_labels
 from aiforge.batch.options import BatchOptions
 from aiforge.batch.packing import Packer, check_packable, pack_texts, packing_saving
 from aiforge.batch.plan_table import plans_of
@@ -70,7 +72,10 @@ async def run_items(
             f"pass max_batch={len(inputs)} to process them all, or split the list"
         )
     cache = owner.response_cache if options.cache is None else open_cache(options.cache)
-    batch = batch_identity(owner, inputs, spec)
+    # Decided once here too: LABELS_BY=scoring that cannot score is a UsageError before any call.
+    scored = scored_labels(owner.provider, owner.settings, spec, tools=bool(owner._request_context()[1]))
+    check_calibration(options, scored)
+    batch = batch_identity(owner, inputs, spec, scored=scored is not None)
     checkpoint = open_checkpoint(options.checkpoint, batch, options.restart)
     done = finished_items(batch, checkpoint, item_type, spec, restart=options.restart)
     errors: dict[int, BaseException] = {i: MissingValueError(why) for i, why in prompts.missing.items()}
@@ -118,6 +123,8 @@ async def run_items(
         if progress is not None:
             progress.close()
     forget(batch.key)
+    if options.calibrate and scored is not None:
+        done = calibrated(done, scored)
     result = BatchResult(
         item_type, inputs=inputs, wall_time_s=wall_time_s, index=prompts.index, output=spec,
         packing=None if packer is None else packer.stats,

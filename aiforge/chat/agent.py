@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from aiforge.batch.batch_api.submit import submit_items
 from aiforge.batch.identity import open_cache
+from aiforge.batch.label_scoring import scored_labels
 from aiforge.batch.options import BatchArguments, BatchOptions
 from aiforge.batch.orchestrator import run_items, run_items_sync
 from aiforge.chat.arguments import check_agent_options, checked_positive
@@ -276,8 +277,10 @@ class ChatAgent:
     async def _arun_batch_item(
         self, text: str, *, output: Any = None, cache: ResponseCache | None = None
     ) -> ChatResponse:
-        """One batch item: a fresh conversation, no memory shared between items or with ``chat()``."""
-        return await agent_turn(self, Conversation(), text, None, emit=None, output=output, remember=False, cache=cache)
+        """One batch item in a fresh conversation (no memory shared); a label output scored where ``LABELS_BY`` says."""
+        labels = scored_labels(self.provider, self.settings, output_spec(output), tools=bool(self.tools))
+        return await agent_turn(self, Conversation(), text, None, emit=None, output=output, remember=False, cache=cache,
+                                labels=labels)
 
     def reset(self) -> None:
         """Clear the conversation (the system prompt stays) and start a new conversation id.

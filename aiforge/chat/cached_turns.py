@@ -17,7 +17,7 @@ cost tracker. The trace holds one ``cache`` record with the original tokens and 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from aiforge.chat.structured import TurnOutcome
@@ -58,6 +58,10 @@ class TurnKeyBase:
             [dict(spec) for spec in runtime.toolset.specs or ()],
         )
 
+    def scored(self) -> TurnKeyBase:
+        """The key base of a turn answered by scoring its labels: never the same entry as a generated answer."""
+        return replace(self, params={**self.params, "answered_by": "score_labels"})
+
 
 @dataclass(slots=True)
 class CachedTurn:
@@ -82,6 +86,8 @@ class CachedTurn:
             "input_tokens": outcome.input_tokens,
             "output_tokens": outcome.output_tokens,
         }
+        if outcome.label_probabilities is not None:  # a scored answer's (``scored_turn``)
+            payload.update(confidence=outcome.confidence, label_probabilities=outcome.label_probabilities)
         self.cache.put(self.key, payload, cost=cost)
 
 
@@ -114,6 +120,8 @@ def lookup(
         reply=reply,
         output=None if spec is None else spec.validate(reply),
         model=payload["model"],
+        confidence=payload.get("confidence"),
+        label_probabilities=payload.get("label_probabilities"),
         trace=[
             {
                 "step": CACHE_STEP, "node": CACHE_STEP, "name": "hit", "model": payload["model"],

@@ -7,7 +7,10 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field
+
+from aiforge.core.output import WRAPPER_KEY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,9 +30,14 @@ TRACE_COLUMNS = [
 BATCH_COLUMNS = [
     "input", "message", "model", "input_tokens", "output_tokens", "cached_tokens", "cost",
     "latency_ms", "iterations", "tool_calls", "error", "trace_id", "cached", "truncated",
-    "packed",
+    "packed", "confidence",
 ]
 """The columns of ``BatchResult.to_dataframe`` for a batch of chat turns."""
+
+
+def label_message(value: Any) -> str:
+    """The reply of a scored label row: the output value as a generated answer's wrapped JSON (``{"value": ...}``)."""
+    return pydantic_core.to_json({WRAPPER_KEY: value}).decode()
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -124,6 +132,10 @@ class ChatResponse(BaseModel):
     """True when the turn's final model call stopped at its token limit or repeated itself (the reply is cut)."""
     packed: bool = False
     """True when the answer came from a packed request (``run_batch(pack=k)``): cost and tokens are a share."""
+    confidence: float | None = None
+    """The answer's probability among the labels when the batch row was scored (``LABELS_BY``); None when generated."""
+    label_probabilities: dict[str, float] | None = None
+    """Each label's probability as the scored row's answer, as the model gave it (before ``calibrate=True``)."""
     trace: list[TraceRecord] = Field(default_factory=list, repr=False)
     """One record per step: model calls and tool calls, in order."""
 
@@ -147,6 +159,7 @@ class ChatResponse(BaseModel):
             "cached": self.cached,
             "truncated": self.truncated,
             "packed": self.packed,
+            "confidence": self.confidence,
         }
 
     @classmethod
@@ -167,7 +180,12 @@ class ChatResponse(BaseModel):
             "cached": False,
             "truncated": False,
             "packed": False,
+            "confidence": None,
         }
+
+    def relabelled(self, value: Any, confidence: float) -> ChatResponse:
+        """This scored row answering ``value`` at ``confidence`` instead (``batch.label_calibration``)."""
+        return self.model_copy(update={"message": label_message(value), "output": value, "confidence": confidence})
 
     def served_again(self) -> ChatResponse:
         """This reply for another row of the batch with the same prompt: no request, so ``cached`` and cost 0.
@@ -183,7 +201,7 @@ class ChatResponse(BaseModel):
         update = {"cached": True, "cost": 0.0, "cached_cost": paid, "latency_ms": 0.0, "queue_ms": 0.0}
         return self.model_copy(update={**update, "trace": [record]})
 
-    column_dtypes: ClassVar[dict[str, str]] = {"cached_tokens": "Int64"}
+    column_dtypes: ClassVar[dict[str, str]] = {"cached_tokens": "Int64", "confidence": "Float64"}
     """Batch columns given a pandas dtype (``BatchResult.to_dataframe``); the others are inferred."""
 
     def to_payload(self) -> dict[str, Any]:

@@ -44,6 +44,10 @@ class TurnOutcome:
     input_tokens: int = 0
     output_tokens: int = 0
     model: str = ""
+    confidence: float | None = None
+    """The answer's probability when the turn was scored (``chat.scored_turn``), not generated."""
+    label_probabilities: dict[str, float] | None = None
+    """Each label's probability, when the turn was scored."""
 
     def add_attempt(self, final: ChatAgentState) -> None:
         self.tool_results += final["tool_results"]

@@ -8,7 +8,7 @@ finished, so an error or a cancellation leaves the conversation as it was.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -19,6 +19,7 @@ from aiforge.chat.memory import Conversation, apply_memory
 from aiforge.chat.prompts import SUMMARY_PREFIX
 from aiforge.chat.response import ChatResponse, ToolCallRecord
 from aiforge.chat.runtime import ToolEvent, Turn, final_call_truncated
+from aiforge.chat.scored_turn import scored_outcome
 from aiforge.chat.structured import TurnOutcome, output_spec, run_turn
 from aiforge.core.types import Message, UsageError
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from aiforge.chat.cached_turns import TurnKeyBase
     from aiforge.chat.runtime import AgentRuntime
     from aiforge.chat.sessions import ChatStore
+    from aiforge.providers.base import Provider
     from aiforge.store import ResponseCache
 
 
@@ -38,6 +40,8 @@ class TurnOwner(Protocol):
     _steps: int
     _store: ChatStore | None
     _base_prompt: str
+    provider: Provider
+    """The agent's own provider (its ``score_labels``), not the graph's view of it."""
     model: str
     provider_name: str
     memory_mode: str
@@ -69,8 +73,12 @@ async def agent_turn(
     output: Any = None,
     remember: bool = True,
     cache: ResponseCache | None = None,
+    labels: Mapping[str, Any] | None = None,
 ) -> ChatResponse:
-    """Run one turn in ``conversation`` (``remember=False``: a batch item, kept out of history and session)."""
+    """Run one turn in ``conversation`` (``remember=False``: a batch item, kept out of history and session).
+
+    ``labels`` (label text -> output value): the turn is answered by scoring them (``scored_turn``), not generated.
+    """
     checked_message(message)
     spec = output_spec(output)
     started = time.perf_counter()
@@ -81,17 +89,22 @@ async def agent_turn(
         turn = Turn(agent._runtime, conversation.id, emit, params=params)
         context = context_of(agent, conversation, system_prompt)
         user: Message = {"role": "user", "content": message}
-        cached = None if cache is None else lookup(cache, agent._key_base, [*context, user], spec)
+        key_base = agent._key_base if labels is None else agent._key_base.scored()
+        cached = None if cache is None else lookup(cache, key_base, [*context, user], spec)
         if cached is not None and cached.outcome is not None:
             turn.emit_text(cached.outcome.reply)
             return await _finish(agent, conversation, context, user, cached.outcome, turn, started, remember)
-        state = turn_state(
-            [*context, user], current_input=message, max_tool_iterations=agent.max_tool_iterations, model=agent.model
-        )
-        # Nothing is stored until the graph has finished: an error or a cancellation
-        # leaves the conversation exactly as it was before the turn.
-        config = {"configurable": {"turn": turn}, "recursion_limit": agent._steps}
-        outcome = await run_turn(agent._graph, state, config, spec, agent.output_retries)
+        if labels is not None:
+            outcome = await scored_outcome(turn, agent.provider, [*context, user], labels)
+        else:
+            state = turn_state(
+                [*context, user], current_input=message, max_tool_iterations=agent.max_tool_iterations,
+                model=agent.model,
+            )
+            # Nothing is stored until the graph has finished: an error or a cancellation
+            # leaves the conversation exactly as it was before the turn.
+            config = {"configurable": {"turn": turn}, "recursion_limit": agent._steps}
+            outcome = await run_turn(agent._graph, state, config, spec, agent.output_retries)
         if cached is not None:
             cached.store(outcome, turn.cost)
         return await _finish(agent, conversation, context, user, outcome, turn, started, remember)
@@ -148,6 +161,8 @@ def _response(
         priced=turn.priced,
         stopped_by_limit=any(r.get("stopped_by_limit") for r in trace),
         truncated=final_call_truncated(trace),
+        confidence=outcome.confidence,
+        label_probabilities=outcome.label_probabilities,
         trace=trace,
         **cache_marks(trace),
     )

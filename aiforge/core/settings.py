@@ -91,6 +91,10 @@ class AIForgeSettings(BaseSettings):
     PROMPT_CACHE: Literal["auto", "off"] = "auto"
     """"auto" marks a request's shared prefix (tools, system prompt) for the provider's prompt cache when it is long
     enough to be cached (Anthropic's ``cache_control``); "off" never marks it."""
+    LABELS_BY: Literal["auto", "scoring", "generation"] = "auto"
+    """How a batch row with a label output (``classify``, ``filter``, a Literal, Enum or bool ``output=``) is answered:
+    "scoring" reads each label's likelihood (``Provider.score_labels``), "generation" decodes an answer, "auto"
+    scores where the provider ``classifies_by_scoring`` (the embedded model) and the agent has no tools."""
     MODEL_ROUTER_ENABLED: bool = True
     DEFAULT_QUALITY: Quality | None = None
 

@@ -157,7 +157,8 @@ class TraceRecord(TypedDict):
 
     - ``model``: a model call (``Turn.account``): ``model``, the token counts, ``cost``, ``finish_reason``,
       ``tool_calls`` (the names asked for); ``refusal`` when the model refused, ``stopped_by_limit`` when
-      the tool cap answered its calls.
+      the tool cap answered its calls; a batch row answered by scoring its labels (``name`` ``score_labels``)
+      has ``probabilities``, each label's.
     - ``tool``: a tool call (``Toolset.execute``): ``id``, ``input`` (the arguments), ``output``, ``error``.
     - ``cache``: a reply served from the response cache (``name`` ``hit``) or from an identical row of the same
       batch (``duplicate``): the original tokens and ``cached_cost``.
@@ -179,6 +180,7 @@ class TraceRecord(TypedDict):
     tool_calls: NotRequired[list[str]]
     refusal: NotRequired[str]
     stopped_by_limit: NotRequired[bool]
+    probabilities: NotRequired[dict[str, float]]
     id: NotRequired[str]
     input: NotRequired[Any]  # a tool's arguments; the shape of a table sent as context
     output: NotRequired[str]

@@ -9,8 +9,9 @@ prompt is the same are asked once (``run_batch``'s dedup).
 Prompts are row templates (``core.templates``): ``"Classify: {review}"`` names a DataFrame's columns;
 on a Series, ``{value}`` (or the Series' name) is the value. ``agent=None`` builds a
 ``ChatAgent(memory="none", **settings)``; the model is asked about each row independently either way.
-``cache=``, ``checkpoint=``, ``restart=``, ``max_cost=``, ``dedup=``, ``cascade=`` and ``pack=`` are ``run_batch``'s
-and go to it.
+``cache=``, ``checkpoint=``, ``restart=``, ``max_cost=``, ``dedup=``, ``cascade=``, ``pack=`` and ``calibrate=`` are
+``run_batch``'s and go to it. On a provider that classifies by scoring (the embedded model), ``classify``, ``filter``
+and a label ``output=`` score each row rather than generate it (``LABELS_BY``), with a ``confidence`` per row.
 
 Importing this module registers the accessors (``aiforge`` imports it when pandas is imported).
 """
@@ -67,7 +68,7 @@ class _Operations:
         concurrency: int = 10,
         **settings: Any,
     ) -> pd.Series:
-        """A categorical Series ``label`` of ``labels``: the answer is constrained to them."""
+        """A categorical Series ``label`` of ``labels``: the answer constrained to them, or scored (``LABELS_BY``)."""
         labels = _checked_labels(labels)
         batch = self._run(prompt, Literal[labels], agent, concurrency, settings)
         return _attach(_columns(batch)[OUTPUT_COLUMN].rename(LABEL_COLUMN), batch)

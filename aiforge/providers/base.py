@@ -58,9 +58,10 @@ class Provider(ABC):
     scores_labels: ClassVar[bool] = False
     """``score_labels`` works here: the model's own likelihood of each label, read without generating (a
     cascade's cheap first pass asks it for its confidence)."""
-    classifies_by_scoring: ClassVar[bool] = False
+    classifies_by_scoring: bool = False
     """``score_labels`` picks a label better than generating one under a grammar of the labels does, and faster
-    (measured for the embedded model in ``bench/cost.py``): a classification with this provider should score."""
+    (measured for the embedded model in ``bench/cost_label_scoring.py``): a label batch with this provider is
+    answered by scoring unless ``LABELS_BY`` says otherwise (an instance may opt in: a scripted provider's)."""
     base_url: str | None = None
     """The URL this provider's calls go to (part of what identifies a batch or a cached reply); None in process."""
     default_model: str = "default"

@@ -21,6 +21,9 @@ and shares the rest among the other labels; ``scores=`` (a function of the messa
 or one label, which then gets ``confidence``) scripts each row's confidence::
 
     cheap = ScriptedProvider(scores=lambda messages: {"pos": 0.97, "neg": 0.03})
+
+``classifies_by_scoring=True`` makes label batches (``classify``, ``filter``) score rather than generate, as the
+embedded model's do (``LABELS_BY``).
 """
 
 from __future__ import annotations
@@ -145,6 +148,7 @@ class ScriptedProvider(Provider):
         delay: float = 0.0,
         scores: LabelScript | None = None,
         confidence: float = 0.9,
+        classifies_by_scoring: bool = False,
     ) -> None:
         # Built by the registry as ScriptedProvider(settings): a settings object is not a script.
         if isinstance(replies, str):
@@ -160,6 +164,8 @@ class ScriptedProvider(Provider):
         """How ``score_labels`` scores a request; None: the next scripted reply's answer gets ``confidence``."""
         self.confidence = confidence
         """The probability ``score_labels`` gives a request's one likely label (the rest is shared evenly)."""
+        self.classifies_by_scoring = classifies_by_scoring
+        """True: label batches are answered by ``score_labels`` (``LABELS_BY=auto``), as on the embedded model."""
         self.calls: list[ScriptedCall] = []
         self.batches = ScriptedBatches()
         """The jobs of this provider's in-process Batch API and the knobs that drive them."""

@@ -161,10 +161,12 @@ def test_batch_dataframe_has_one_row_per_input_in_input_order(batch: BatchResult
             "cached",
             "truncated",
             "packed",
+            "confidence",
         ]
     )
     assert str(frame["cached_tokens"].dtype) == "Int64"  # nothing read from a prompt cache: 0, a failed row too
     assert list(frame["cached_tokens"]) == [0, 0, 0]
+    assert str(frame["confidence"].dtype) == "Float64" and frame["confidence"].isna().all()  # generated, not scored
     assert list(frame["input"]) == ["first", "second", "third"]
     assert frame["message"][0] == "A" and pd.isna(frame["message"][1]) and frame["message"][2] == "C"
     assert frame["error"][1].startswith("ProviderError: overloaded")
@@ -410,6 +412,7 @@ def test_output_adds_one_typed_column_per_field_and_failed_rows_are_null() -> No
         "cached",
         "truncated",
         "packed",
+        "confidence",
     ]
     assert frame.dtypes[["sentiment", "stars", "error"]].astype(str).tolist() == ["category", "Int64", "string"]
     assert frame["sentiment"].cat.categories.tolist() == ["pos", "neg"]
