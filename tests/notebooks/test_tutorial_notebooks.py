@@ -27,6 +27,7 @@ EXPECTED = [
     "10_batch_at_scale",
     "11_sessions_and_logs",
     "12_scale_out_with_dask",
+    "13_cheapest_correct_column",
 ]
 KNOWN_TAGS = {"nbval-ignore-output", "nbval-check-output", "nbval-skip", "raises-exception"}
 MAX_NOTEBOOK_BYTES = 60_000
