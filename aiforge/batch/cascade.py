@@ -152,7 +152,18 @@ async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_
         )
     truth = truth_labels(items, cascade.truth, values)
     started = time.perf_counter()
-    scored, score_errors = await _score_all(scorer, texts, prompts.missing, list(values), options.concurrency)
+    # One text, one answer: a repeated row's scores and strong answer are its first occurrence's (asked once).
+    first_of = {i: lead for i, lead in _first_occurrences(texts).items() if i not in prompts.missing}
+    leads = {i for i, lead in first_of.items() if i == lead}
+    scored, score_errors = await _score_all(
+        scorer, texts, {**prompts.missing, **{i: "" for i in first_of if i not in leads}}, list(values),
+        options.concurrency,
+    )
+    for i, lead in first_of.items():
+        if i != lead and lead in scored:
+            scored[i] = (scored[lead][0], 0.0, 0.0)
+        elif i != lead and lead in score_errors:
+            score_errors[i] = score_errors[lead]
     done: dict[int, Any] = {}
     failed: dict[int, BaseException] = {}
 
@@ -164,12 +175,16 @@ async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_
         done.update({positions[i]: result for i, result in zip(batch.indices, batch.results, strict=True)})
         failed.update({positions[f.position]: f.error for f in batch.failed})
 
-    eligible = [i for i in sorted(scored) if truth is None or truth[i] is not None]
+    eligible = [i for i in sorted(scored) if i in leads and (truth is None or truth[i] is not None)]
     sample = sorted(random.Random(cascade.seed).sample(eligible, min(cascade.sample, len(eligible))))
     reference: dict[int, str] = {}
     if truth is None:
         await ask_strong(sample)
         reference = {i: label_of(done[i].output) for i in sample if i in done}
+        served_again = getattr(strong.result_type(), "served_again", None)
+        for i, lead in first_of.items():  # the sampled texts' other rows take the strong answer too
+            if i != lead and lead in done:
+                done[i] = done[lead] if served_again is None else served_again(done[lead])
     else:
         reference = {i: label for i in sample if (label := truth[i]) is not None}
     calibrated = sorted(reference)
@@ -196,8 +211,8 @@ async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_
         elif i in kept:
             scores, cost, latency = scored[i]
             answer = CheapAnswer(
-                values[scores.answer], scores.answer, scores.model, cost, scores.usage.input_tokens,
-                scores.usage.output_tokens, latency, scores.confidence, columns,
+                values[scores.answer], scores.answer, scores.model, cost, scores.usage.input_tokens * (i in leads),
+                scores.usage.output_tokens * (i in leads), latency, scores.confidence, columns,
             )
             result.results.append(answer)
             result.indices.append(i)
@@ -218,7 +233,9 @@ async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_
         target=cascade.target,
         confidence=cascade.confidence,
         first_cost=sum(cost for _, cost, _ in scored.values()),
-        first_tokens=sum(scores.usage.input_tokens + scores.usage.output_tokens for scores, _, _ in scored.values()),
+        first_tokens=sum(
+            scored[i][0].usage.input_tokens + scored[i][0].usage.output_tokens for i in leads if i in scored
+        ),
         then_cost=sum(r.cost for r in done.values()),
         then_cost_per_row=_cost_per_row(strong, spec, list(done.values()), [texts[i] for i in kept]),
     )
@@ -226,6 +243,12 @@ async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_
     report = result.cascade
     result.extra_saved += Savings.of(CASCADE, requests=report.by_first, dollars=max(report.saved, 0.0))
     return result
+
+
+def _first_occurrences(texts: list[str]) -> dict[int, int]:
+    """Each position's first position with the same text."""
+    first: dict[str, int] = {}
+    return {i: first.setdefault(text, i) for i, text in enumerate(texts)}
 
 
 async def _score_all(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -13,9 +13,9 @@ class CascadeReport:
 
     first_model: str
     then_model: str
-    answered_by: tuple[str | None, ...]
+    answered_by: tuple[str | None, ...] = field(repr=False)  # one per row: the repr gives the counts instead
     """Per input position: ``"first"``, ``"then"``, or None for a row that failed or was never sent."""
-    sampled: tuple[int, ...]
+    sampled: tuple[int, ...] = field(repr=False)
     """The input positions of the calibration sample (answered by ``then`` unless the reference is ``truth``)."""
     calibrated_on: int
     """Sample rows whose reference answer was known (the statistics' sample size)."""

@@ -30,6 +30,7 @@ from pydantic import Field, TypeAdapter, create_model
 from aiforge.batch.results import PackingStats
 from aiforge.batch.savings import PACKING, Savings
 from aiforge.core.output import WRAPPER_KEY, OutputSpec, OutputValidationError
+from aiforge.core.tokens import estimate_tokens
 from aiforge.core.types import Usage, UsageError
 
 if TYPE_CHECKING:
@@ -44,9 +45,14 @@ PACKED_NAME = "packed_answers"
 
 def packing_saving(stats: PackingStats, pricer: ItemPricer) -> Savings:
     """What packing saved against one request per row (``BatchResult.saved``'s ``"packing"`` source): requests not
-    made and input tokens not sent, priced at the model's input price; a packing that cost more saves nothing."""
+    made and input tokens not sent, priced at the model's input price, less the output the packed reply adds (each
+    answer's id wrapper and the list around them); a packing that cost more saves nothing."""
     tokens = max(stats.input_tokens_saved, 0)
-    dollars = 0.0 if pricer.free or pricer.price is None else pricer.price.cost_of(Usage(tokens, 0))
+    added = stats.answered * estimate_tokens('{"id":"r10","answer":},') + stats.requests * estimate_tokens(
+        '{"answers":[]}'
+    )
+    price = None if pricer.free else pricer.price
+    dollars = 0.0 if price is None else max(price.cost_of(Usage(tokens, 0)) - price.cost_of(Usage(0, added)), 0.0)
     return Savings.of(PACKING, requests=max(stats.requests_saved, 0), input_tokens=tokens, dollars=dollars)
 
 

@@ -332,3 +332,23 @@ def test_scripted_score_labels_gives_the_next_reply_its_confidence() -> None:
     assert first.answer == "neg" and first.confidence == pytest.approx(0.8)
     assert first.probabilities["pos"] == pytest.approx(0.1) and second.answer == "pos"
     assert len(fake.calls) == 2 and fake.scores_labels
+
+
+def test_a_repeated_review_gets_one_label_and_is_scored_and_asked_once(strong: ScriptedProvider) -> None:
+    # Each text three times: a copy of a sampled review once kept the cheap answer while the sample row had the
+    # strong one (two labels for one review), and the cheap pass paid every copy.
+    base = reviews(200)
+    df = pd.concat([base, base, base])
+    df.index = [f"{name}-{copy}" for copy in range(3) for name in base.index]
+    scorer = ScriptedProvider(scores=cheap_scores)
+    labels = df.aiforge.classify(
+        "{review}", labels=LABELS,
+        cascade=Cascade(first=ChatAgent(provider=scorer, memory="none"), then=ChatAgent(provider=strong), sample=100),
+    )
+    assert len(scorer.calls) == 200  # every distinct review scored once
+    assert len(strong.calls) <= 200  # every distinct review asked at most once
+    by_text = pd.DataFrame({"text": df["review"], "label": labels}).groupby("text")["label"].nunique()
+    assert (by_text == 1).all()
+    report = labels.attrs["aiforge"].cascade
+    assert all(i < 200 for i in report.sampled)  # the sample is of distinct reviews: their first rows
+    assert report.by_first + report.by_then == 600

@@ -305,3 +305,22 @@ def test_a_pack_is_answered_by_id_over_the_anthropic_sdk_too(srv: LLMServer) -> 
     batch = agent.run_batch(items, pack=3, output=Stars)
     assert srv.request_count == 1 and srv.requests[0].protocol == "anthropic"
     assert [r.output for r in batch.results] == [Stars(**stars_of(text)) for text in items]
+
+
+def test_packings_dollar_saving_takes_off_the_output_its_ids_add() -> None:
+    # The saving once priced only the input not sent: the packed reply's ids and list (several output tokens a
+    # row, at four times the input price on gpt-4o-mini) made it about twice the bills' difference.
+    from aiforge.batch.estimate import item_pricer
+    from aiforge.batch.packing import packing_saving
+    from aiforge.batch.results import PackingStats
+    from aiforge.core.pricing import lookup_price
+    from aiforge.core.types import Usage
+
+    stats = PackingStats(6, requests=10, rows=60, answered=60, input_tokens=3000, answered_alone_input_tokens=12000)
+    pricer = item_pricer(model="gpt-4o-mini", system_prompt="", extras=[], max_tokens=None, free=False, prices=None)
+    price = lookup_price("gpt-4o-mini")
+    assert price is not None
+    saving = packing_saving(stats, pricer)
+    assert (saving.requests, saving.input_tokens) == (50, 9000)
+    input_only = price.cost_of(Usage(9000, 0))
+    assert input_only - price.cost_of(Usage(0, 60 * 10 + 10 * 5)) < saving.dollars < input_only
