@@ -4,7 +4,8 @@ Input tokens: the system prompt, the tool specs and output schema as JSON, and t
 tiktoken for OpenAI models when it is installed and its encoding is available, otherwise approximated as
 ``core.tokens.CHARS_PER_TOKEN`` characters per token (close for English prose; code and other scripts run
 higher), plus ``MESSAGE_OVERHEAD_TOKENS`` per message. Output tokens cannot be counted before the replies exist:
-each item is assumed to produce ``MAX_TOKENS`` when that setting is set, else ``core.tokens.DEFAULT_OUTPUT_TOKENS``.
+each item is assumed to produce ``MAX_TOKENS`` when that setting is set, else ``core.tokens.DEFAULT_OUTPUT_TOKENS``;
+a label output (a Literal, Enum or bool: ``classify``, ``filter``) its longest label's JSON, capped by ``MAX_TOKENS``.
 """
 
 from __future__ import annotations

@@ -6,11 +6,16 @@ jobs (``batch_api``), so a job and a live batch of the same items agree on ident
 
 from __future__ import annotations
 
+import json
 import os
 from typing import TYPE_CHECKING, Any
 
+from aiforge.batch.cascade_labels import label_values
 from aiforge.batch.estimate import ItemPricer, item_pricer
 from aiforge.batch.runner import kept
+from aiforge.core.output import WRAPPER_KEY
+from aiforge.core.tokens import estimate_tokens
+from aiforge.core.types import UsageError
 
 if TYPE_CHECKING:
     from aiforge.batch.owner import BatchOwner
@@ -81,11 +86,25 @@ def finished_items(
 def pricer_of(owner: BatchOwner, spec: OutputSpec | None) -> ItemPricer:
     """What one item of this owner's batch is estimated to cost (budgets and ``estimate=True``)."""
     system_prompt, tools = owner._request_context()
+    max_tokens = owner.settings.MAX_TOKENS
+    answer = label_answer_tokens(spec)
     return item_pricer(
         model=owner.model,
         system_prompt=system_prompt,
         extras=[*tools, *([] if spec is None else [spec.wire_schema])],
-        max_tokens=owner.settings.MAX_TOKENS,
+        max_tokens=max_tokens if answer is None else min(answer, max_tokens or answer),
         free=owner.provider.free,
         prices=owner.settings.PRICES,
     )
+
+
+def label_answer_tokens(spec: OutputSpec | None) -> int | None:
+    """The tokens of the longest answer a label output (a Literal, Enum or bool: ``classify``, ``filter``) can give,
+    as its JSON on the wire; None for any other output, whose replies are assumed ``MAX_TOKENS`` long."""
+    try:
+        values = label_values(spec)
+    except UsageError:
+        return None
+    assert spec is not None
+    wire = [label if spec.is_object else {WRAPPER_KEY: label} for label in values]
+    return max(estimate_tokens(json.dumps(answer)) for answer in wire) + 1  # and the end of the reply
