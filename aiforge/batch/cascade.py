@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -241,7 +240,8 @@ async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_
     )
     # The strong model's requests for the rows the cheap one kept; a cascade that cost more saves no dollars.
     report = result.cascade
-    result.extra_saved += Savings.of(CASCADE, requests=report.by_first, dollars=max(report.saved, 0.0))
+    saved = report.saved
+    result.extra_saved += Savings.of(CASCADE, requests=report.by_first, dollars=saved if saved > 0 else 0.0)
     return result
 
 
@@ -279,4 +279,4 @@ def _cost_per_row(strong: BatchOwner, spec: OutputSpec, answered: list[Any], kep
         return sum(paid) / len(paid)
     pricer = pricer_of(strong, spec)
     estimates = [pricer.cost(text) or 0.0 for text in kept_texts]
-    return sum(estimates) / len(estimates) if estimates else math.nan
+    return sum(estimates) / len(estimates) if estimates else 0.0  # nothing answered nor kept: nothing to price

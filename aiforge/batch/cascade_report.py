@@ -48,8 +48,8 @@ class CascadeReport:
 
     @property
     def saved(self) -> float:
-        """USD saved against sending every row to the strong model: its cost per row times the rows it was not
-        sent, minus what the cheap pass cost (negative when the cascade cost more)."""
+        """USD saved against asking the strong model every row (as ``saved`` counts, before dedup): its cost per row
+        times the rows it was not sent, minus what the cheap pass cost (negative when the cascade cost more)."""
         return self.then_cost_per_row * self.by_first - self.first_cost
 
     def __str__(self) -> str:
@@ -61,8 +61,9 @@ class CascadeReport:
         )
         return (
             f"cascade: {self.by_first} rows by {self.first_model}, {self.by_then} by {self.then_model} · {bound}, "
-            f"target {self.target:g}, {self.calibrated_on} rows checked against {self.reference} · "
-            f"saved ${self.saved:.5f}"
+            f"target {self.target:g}, {self.calibrated_on} rows checked against "
+            f"{self.then_model if self.reference == 'then' else self.reference} · "
+            f"saved ${self.saved:.4f} against {self.then_model} on every row"
         )
 
     def _repr_html_(self) -> str:

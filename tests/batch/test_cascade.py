@@ -236,7 +236,8 @@ def test_the_report_prices_what_the_cascade_saved_against_the_strong_model_alone
     assert batch.total_tokens == cheap.cost_tracker.total_tokens + sum(
         r.input_tokens + r.output_tokens for r in strong_rows
     )
-    assert f"saved ${report.saved:.5f}" in str(report) and "<b>Cascade</b>" in batch._repr_html_()
+    assert f"saved ${report.saved:.4f} against gpt-4o on every row" in str(report)
+    assert "<b>Cascade</b>" in batch._repr_html_()
     cascade_saving = batch.saved.by_source["cascade"]  # BatchResult.saved counts what the cascade kept from gpt-4o
     assert cascade_saving.requests == report.by_first and cascade_saving.dollars == pytest.approx(report.saved)
 
@@ -352,3 +353,16 @@ def test_a_repeated_review_gets_one_label_and_is_scored_and_asked_once(strong: S
     report = labels.attrs["aiforge"].cascade
     assert all(i < 200 for i in report.sampled)  # the sample is of distinct reviews: their first rows
     assert report.by_first + report.by_then == 600
+
+
+def test_a_strong_model_that_fails_every_row_leaves_failed_rows_not_a_nan_error() -> None:
+    # Every strong answer failed: the report's cost per strong row was nan, and saved= turned it into
+    # "UsageError: Savings.dollars must be a number of USD >= 0, got nan" after the whole run.
+    broken = ScriptedProvider(default="not a label at all")
+    batch = reviews(60).aiforge.classify(
+        "{review}", labels=LABELS,
+        cascade=Cascade(first=cheap_agent(), then=ChatAgent(provider=broken, output_retries=0), sample=20),
+    ).attrs["aiforge"]
+    report = batch.cascade
+    assert all("OutputValidationError" in type(f.error).__name__ for f in batch.failed)
+    assert len(batch.failed) + report.by_first == 60 and not math.isnan(batch.saved.dollars)
