@@ -97,8 +97,10 @@ class BatchOptions:
         if unknown:
             close = difflib.get_close_matches(unknown[0], BATCH_ARGUMENTS, n=1)
             hint = f"; did you mean {close[0]}=?" if close else ""
+            if unknown[0].isupper():
+                hint = f"; settings such as {unknown[0]} go on the agent: ChatAgent({unknown[0]}=...)"
             raise UsageError(
-                f"run_batch got an unknown option {unknown[0]}={options[unknown[0]]!r}{hint} "
+                f"run_batch got an unknown option {unknown[0]}={hint} "  # never its value: it may be a key
                 f"(it takes concurrency, max_batch, {', '.join(BATCH_ARGUMENTS)})"
             )
         return cls(output=None if output is None else OutputSpec.of(output), **options)

@@ -467,5 +467,12 @@ def test_a_bad_output_fails_the_batch_once_before_any_request(output: object, sa
 
 def test_an_unknown_run_batch_option_is_one_usage_error_naming_the_option_meant() -> None:
     agent = ChatAgent(provider="scripted", memory="none")
-    with pytest.raises(UsageError, match=r"unknown option max_costs=1.*did you mean max_cost=\?"):
+    with pytest.raises(UsageError, match=r"unknown option max_costs=; did you mean max_cost=\?"):
         agent.run_batch(["a"], max_costs=1)  # type: ignore[call-arg]
+
+
+def test_an_unknown_run_batch_option_is_named_without_its_value_which_may_be_a_key() -> None:
+    agent = ChatAgent(provider="scripted", memory="none")
+    with pytest.raises(UsageError, match="unknown option OPENAI_API_KEY=") as raised:
+        agent.run_batch(["a"], OPENAI_API_KEY="sk-proj-SECRETSECRET")  # type: ignore[call-arg]
+    assert "SECRET" not in str(raised.value)
