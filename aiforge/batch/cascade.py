@@ -152,7 +152,8 @@ async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_
     truth = truth_labels(items, cascade.truth, values)
     started = time.perf_counter()
     # One text, one answer: a repeated row's scores and strong answer are its first occurrence's (asked once).
-    first_of = {i: lead for i, lead in _first_occurrences(texts).items() if i not in prompts.missing}
+    firsts = _first_occurrences(texts) if options.dedup else {i: i for i in range(len(texts))}
+    first_of = {i: lead for i, lead in firsts.items() if i not in prompts.missing}
     leads = {i for i, lead in first_of.items() if i == lead}
     scored, score_errors = await _score_all(
         scorer, texts, {**prompts.missing, **{i: "" for i in first_of if i not in leads}}, list(values),
@@ -174,16 +175,17 @@ async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_
         done.update({positions[i]: result for i, result in zip(batch.indices, batch.results, strict=True)})
         failed.update({positions[f.position]: f.error for f in batch.failed})
 
-    eligible = [i for i in sorted(scored) if i in leads and (truth is None or truth[i] is not None)]
+    # The sample is of rows, as the guarantee is: a text repeated on many rows weighs as many rows.
+    eligible = [i for i in sorted(scored) if truth is None or truth[i] is not None]
     sample = sorted(random.Random(cascade.seed).sample(eligible, min(cascade.sample, len(eligible))))
     reference: dict[int, str] = {}
     if truth is None:
-        await ask_strong(sample)
-        reference = {i: label_of(done[i].output) for i in sample if i in done}
+        await ask_strong(sorted({first_of[i] for i in sample}))  # each sampled text once, by its first row
         served_again = getattr(strong.result_type(), "served_again", None)
-        for i, lead in first_of.items():  # the sampled texts' other rows take the strong answer too
+        for i, lead in first_of.items():  # every row of a sampled text takes its strong answer
             if i != lead and lead in done:
                 done[i] = done[lead] if served_again is None else served_again(done[lead])
+        reference = {i: label_of(done[i].output) for i in sample if i in done}
     else:
         reference = {i: label for i in sample if (label := truth[i]) is not None}
     calibrated = sorted(reference)

@@ -26,7 +26,8 @@ class CascadeReport:
     agreement: float
     """The agreement seen on the calibration rows at or above ``threshold`` (nan when none)."""
     lower_bound: float
-    """The agreement of the kept cheap answers is at least this with probability ``confidence``."""
+    """The Clopper-Pearson lower bound of the agreement seen above ``threshold`` (at ``confidence``); what is
+    guaranteed is only that the kept rows' agreement reaches ``target`` with probability ``confidence``."""
     target: float
     confidence: float
     first_cost: float
