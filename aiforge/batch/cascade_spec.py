@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from aiforge.batch.calibration import fewest_rows
 from aiforge.core.types import UsageError
 
 if TYPE_CHECKING:
@@ -48,6 +49,13 @@ class Cascade:
                 raise UsageError(f"Cascade({name}=...) must be a number strictly between 0 and 1, got {value!r}")
         if isinstance(self.sample, bool) or not isinstance(self.sample, int) or self.sample < 10:
             raise UsageError(f"Cascade(sample=...) must be an integer >= 10 (rows to calibrate), got {self.sample!r}")
+        needed = 2 * fewest_rows(self.target, self.confidence)  # what the first threshold tested keeps
+        if self.sample < needed:
+            raise UsageError(
+                f"Cascade(sample={self.sample}) can never keep a row at target={self.target:g}, "
+                f"confidence={self.confidence:g}: the first threshold tested needs {needed} sample rows "
+                f"(sample >= {needed}; the default is 200)"
+            )
         if not (self.first == LOCAL or _is_agent(self.first)):
             raise UsageError(f'Cascade(first=...) takes an agent (a ChatAgent) or "local", got {self.first!r}')
         if self.then is not None and not _is_agent(self.then):

@@ -163,7 +163,7 @@ def test_a_row_the_strong_model_fails_on_is_failed_once_and_the_rest_still_calib
 def test_a_sample_where_no_threshold_passes_sends_every_row_to_the_strong_model(strong: ScriptedProvider) -> None:
     coin = ScriptedProvider(scores=lambda messages: {"pos": 0.6, "neg": 0.4})  # "pos" always: wrong half the time
     df = reviews(200)
-    cascade = Cascade(first=ChatAgent(provider=coin), then=ChatAgent(provider=strong), sample=50)
+    cascade = Cascade(first=ChatAgent(provider=coin), then=ChatAgent(provider=strong), sample=60)
     batch = df.aiforge.classify("{review}", labels=LABELS, cascade=cascade).attrs["aiforge"]
     assert batch.cascade.threshold == math.inf and batch.cascade.by_first == 0
     assert len(strong.calls) == 200 and "no threshold reached the target" in str(batch.cascade)
@@ -364,7 +364,7 @@ def test_a_strong_model_that_fails_every_row_leaves_failed_rows_not_a_nan_error(
     broken = ScriptedProvider(default="not a label at all")
     batch = reviews(60).aiforge.classify(
         "{review}", labels=LABELS,
-        cascade=Cascade(first=cheap_agent(), then=ChatAgent(provider=broken, output_retries=0), sample=20),
+        cascade=Cascade(first=cheap_agent(), then=ChatAgent(provider=broken, output_retries=0), sample=58),
     ).attrs["aiforge"]
     report = batch.cascade
     assert all("OutputValidationError" in type(f.error).__name__ for f in batch.failed)
@@ -397,11 +397,17 @@ def test_the_guarantee_is_over_rows_a_confidently_wrong_text_repeated_on_half_th
 
 def test_dedup_false_scores_and_asks_every_row() -> None:
     scorer = ScriptedProvider(scores=cheap_scores)
-    df = pd.concat([reviews(30), reviews(30)])
-    df.index = range(60)
+    df = pd.concat([reviews(40), reviews(40)])
+    df.index = range(80)
     df.aiforge.classify(
         "{review}", labels=LABELS, dedup=False,
         cascade=Cascade(first=ChatAgent(provider=scorer, memory="none"), then=ChatAgent(provider=strong_provider()),
-                        sample=10),
+                        sample=58),
     )
-    assert len(scorer.calls) == 60
+    assert len(scorer.calls) == 80
+
+
+def test_a_sample_too_small_for_any_threshold_to_pass_is_a_usage_error_before_anything_is_paid() -> None:
+    # target 0.99 at 95 % needs 299 agreeing rows for the bound to reach it; the first threshold keeps twice that.
+    with pytest.raises(UsageError, match=r"Cascade\(sample=200\) can never keep a row.*needs 598 sample rows"):
+        Cascade(first=cheap_agent(), target=0.99)

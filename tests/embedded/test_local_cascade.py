@@ -31,7 +31,7 @@ def test_first_local_scores_every_row_and_the_strong_model_answers_only_the_rest
     rows = pd.DataFrame({"review": texts}, index=pd.RangeIndex(500, 524, name="review_id"))
     labels = rows.aiforge.classify(
         "Review: {review}", labels=["positive", "negative"],
-        cascade=Cascade(first="local", then=ChatAgent(provider=strong), sample=10, seed=3),
+        cascade=Cascade(first="local", then=ChatAgent(provider=strong), sample=58, seed=3),
     )
     batch = labels.attrs["aiforge"]
     report = batch.cascade
