@@ -10,9 +10,12 @@ and the agent has no tools (a scored row runs none), ``"scoring"`` wherever the 
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.cascade_labels import label_values
+from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.types import UsageError
 from aiforge.providers.labels import checked_labels
 
@@ -64,3 +67,23 @@ def check_calibration(options: BatchOptions, scored: dict[str, Any] | None) -> N
         )
     if options.pack > 1:
         raise UsageError("calibrate=True does not combine with pack=: packed rows are generated, not scored")
+
+
+def unpacked_if_scored(options: BatchOptions, scored: dict[str, Any] | None, mode: str) -> BatchOptions:
+    """``options`` without ``pack=`` when the rows are scored, which is one row a call (a packed request would be
+    generated, mixing generated and scored rows in one column): a ``UsageError`` under ``LABELS_BY="scoring"``,
+    one warning line under ``"auto"``."""
+    if scored is None or options.pack == 1:
+        return options
+    if mode == "scoring":
+        raise UsageError(
+            "LABELS_BY=scoring answers each row by itself and does not combine with pack=; drop pack=, or set "
+            "LABELS_BY='generation' to pack generated answers"
+        )
+    warnings.warn(
+        f"pack={options.pack} is not used: this provider scores label rows one by one (LABELS_BY=auto); set "
+        "LABELS_BY='generation' to pack generated answers instead",
+        UserWarning,
+        stacklevel=_caller_stacklevel(),
+    )
+    return dataclasses.replace(options, pack=1)

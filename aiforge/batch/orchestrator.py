@@ -20,7 +20,7 @@ from aiforge.batch.embedded import warn_if_embedded
 from aiforge.batch.estimate import BatchEstimate, estimate_of
 from aiforge.batch.identity import batch_identity, finished_items, open_cache, open_checkpoint, pricer_of
 from aiforge.batch.label_calibration import calibrated
-from aiforge.batch.label_scoring import check_calibration, scored_labels
+from aiforge.batch.label_scoring import check_calibration, scored_labels, unpacked_if_scored
 from aiforge.batch.options import BatchOptions
 from aiforge.batch.packing import Packer, check_packable, pack_texts, packing_saving
 from aiforge.batch.plan_table import plans_of
@@ -75,6 +75,7 @@ async def run_items(
     # Decided once here too: LABELS_BY=scoring that cannot score is a UsageError before any call.
     scored = scored_labels(owner.provider, owner.settings, spec, tools=bool(owner._request_context()[1]))
     check_calibration(options, scored)
+    options = unpacked_if_scored(options, scored, owner.settings.LABELS_BY)
     batch = batch_identity(owner, inputs, spec, scored=scored is not None)
     checkpoint = open_checkpoint(options.checkpoint, batch, options.restart)
     done = finished_items(batch, checkpoint, item_type, spec, restart=options.restart)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.batch.batch_api.job import BatchJob
 from aiforge.batch.estimate import BatchEstimate
 from aiforge.batch.identity import batch_identity, open_checkpoint
+from aiforge.batch.label_scoring import scored_labels
 from aiforge.batch.plans import FLEX_SLOWDOWN, Plan, deadline_seconds, duration_text
 from aiforge.batch.results import BatchResult
 from aiforge.batch.savings import Savings
@@ -49,11 +50,16 @@ FIRST_POLL_S = 0.5
 """A planned Batch API job's first status pause; it doubles at each poll up to ``DEFAULT_POLL_INTERVAL``."""
 
 
-def candidates(estimate: BatchEstimate, options: BatchOptions) -> list[Plan]:
-    """The plans ``plan="cheapest"`` chooses among: the batch as its options say, at flex, and the Batch API."""
+def candidates(estimate: BatchEstimate, options: BatchOptions, *, scored: bool = False) -> list[Plan]:
+    """The plans ``plan="cheapest"`` chooses among: the batch as its options say, at flex, and the Batch API.
+
+    ``scored``: the rows are answered by scoring labels, live and at the list tier (or ``calibrate=True`` needs
+    them all scored): the batch as it is, only."""
     by_name = {plan.name: plan for plan in estimate.plans}
     sync = by_name["packed" if options.pack > 1 else "deduped" if options.dedup else "as_is"]
     chosen = [sync]
+    if scored or options.calibrate:
+        return chosen
     flex = by_name["flex"]
     share = flex_discount(estimate.model)
     if flex.available and share is not None:
@@ -67,10 +73,10 @@ def candidates(estimate: BatchEstimate, options: BatchOptions) -> list[Plan]:
     return chosen
 
 
-def choose(estimate: BatchEstimate, options: BatchOptions) -> Plan:
+def choose(estimate: BatchEstimate, options: BatchOptions, *, scored: bool = False) -> Plan:
     """The cheapest candidate that meets ``options.deadline`` (the faster on a tie); ``UsageError`` when none does."""
     deadline = deadline_seconds(options.deadline)
-    plans = candidates(estimate, options)
+    plans = candidates(estimate, options, scored=scored)
     meeting = [p for p in plans if deadline is None or (p.seconds or 0.0) <= deadline]
     if not meeting:
         closest = min(plans, key=lambda p: p.seconds or 0.0)
@@ -93,7 +99,10 @@ async def run_cheapest(owner: BatchOwner, items: Any, options: BatchOptions, run
     estimate = await run_items(owner, items, dataclasses.replace(live, estimate=True))
     assert isinstance(estimate, BatchEstimate)
     # A job this batch already has (an earlier call, before a kernel restart) is paid for: attach to it.
-    plan = Plan(BATCH_API) if _job_recorded(owner, items, options) else choose(estimate, options)
+    scored = scored_labels(owner.provider, owner.settings, options.output, tools=bool(owner._request_context()[1]))
+    # A scored batch never runs as a job (nor was one): its checkpoint is of scored rows, not a job's.
+    recorded = scored is None and not options.restart and _job_recorded(owner, items, options)
+    plan = Plan(BATCH_API) if recorded else choose(estimate, options, scored=scored is not None)
     if plan.name == BATCH_API:
         result = await _run_batch_api(owner, items, options)
         paid: float = sum(row.cost for row in result.results if not getattr(row, "cached", False))

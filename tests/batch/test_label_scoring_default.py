@@ -176,3 +176,31 @@ def test_labels_by_is_read_from_the_environment_and_checked(monkeypatch: pytest.
     assert REVIEWS.aiforge.classify(PROMPT, LABELS, agent=agent_on(scripted())).tolist() == ["neg"] * 4
     with pytest.raises(ConfigError, match="LABELS_BY"):
         ChatAgent(provider=scripted(), LABELS_BY="sometimes")
+
+
+def test_pack_on_scored_rows_is_not_used_and_says_so_in_one_warning() -> None:
+    # Packed requests are generated: pack= under LABELS_BY=auto once mixed generated rows (no confidence) with
+    # scored rows asked again alone in one column.
+    provider = scripted()
+    with pytest.warns(UserWarning, match="pack=4 is not used: this provider scores label rows one by one"):
+        labels = REVIEWS.aiforge.classify(PROMPT, LABELS, agent=agent_on(provider), pack=4)
+    frame = labels.attrs["aiforge"].to_dataframe()
+    assert frame["confidence"].notna().all() and not frame["packed"].any()
+
+
+def test_pack_under_labels_by_scoring_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="LABELS_BY=scoring answers each row by itself and does not combine with pack"):
+        REVIEWS.aiforge.classify(PROMPT, LABELS, agent=agent_on(scripted(), LABELS_BY="scoring"), pack=4)
+
+
+def test_plan_cheapest_runs_scored_rows_live_and_after_a_checkpointed_run_attaches_to_no_job(tmp_path: Path) -> None:
+    # The planner built the batch's identity without scored=: a scored batch's checkpoint then raised
+    # CheckpointMismatchError under plan="cheapest"; and the Batch API plan would have generated scored rows.
+    provider = scripted()
+    checkpoint = tmp_path / "labels.sqlite"
+    first = REVIEWS.aiforge.classify(PROMPT, LABELS, agent=agent_on(provider), checkpoint=checkpoint)
+    again = REVIEWS.aiforge.classify(PROMPT, LABELS, agent=agent_on(provider), checkpoint=checkpoint,
+                                     plan="cheapest", deadline="7d")
+    batch = again.attrs["aiforge"]
+    assert batch.plan != "batch_api" and batch.to_dataframe()["confidence"].notna().all()
+    assert again.tolist() == first.tolist()
