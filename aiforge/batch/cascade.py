@@ -200,7 +200,8 @@ async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_
     await ask_strong([i for i in range(len(texts)) if i not in answered])
 
     result = BatchResult(
-        strong.result_type(), inputs=texts, wall_time_s=time.perf_counter() - started, index=prompts.index, output=spec
+        strong.result_type(), inputs=texts, wall_time_s=time.perf_counter() - started, index=prompts.index, output=spec,
+        plan="cascade",
     )
     columns = strong.result_type().failed_row("")
     answered_by: list[str | None] = [None] * len(texts)

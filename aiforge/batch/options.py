@@ -32,7 +32,7 @@ class BatchArguments(TypedDict, total=False):
     a row left unanswered or answered invalidly is asked again alone. 1 (the default) sends each row alone."""
     plan: str
     """``"as_is"`` (the default): run as the other options say. ``"cheapest"``: the cheapest of deduped, flex and
-    the Batch API that meets ``deadline`` (``batch.planner``); ``result.plan`` says which ran."""
+    the Batch API that meets ``deadline`` (``aiforge.batch.planner``); ``result.plan`` says which ran."""
     deadline: datetime.timedelta | float | str | None
     """For ``plan="cheapest"``: a ``timedelta``, seconds, or ``"30m"``, ``"2h"``, ``"1d"``; None: no deadline."""
     calibrate: bool

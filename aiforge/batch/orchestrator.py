@@ -129,6 +129,7 @@ async def run_items(
     result = BatchResult(
         item_type, inputs=inputs, wall_time_s=wall_time_s, index=prompts.index, output=spec,
         packing=None if packer is None else packer.stats,
+        plan="packed" if packer is not None else "deduped" if served_again is not None else "as_is",
     )
     if packer is not None:
         result.extra_saved += packing_saving(packer.stats, pricer_of(owner, spec))

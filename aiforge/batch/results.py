@@ -151,7 +151,9 @@ class BatchResult:
     packing: PackingStats | None = None
     """With ``pack=k`` (k > 1): the packed requests and rows, what packing saved is computed from."""
     plan: str = "as_is"
-    """The plan that ran (``batch.plans.PLANS``): ``deduped``, ``flex`` or ``batch_api`` after ``plan="cheapest"``."""
+    """How the batch ran, as the estimate's plans are named (``batch.plans.PLANS``): ``deduped`` (the default),
+    ``as_is`` (``dedup=False``: every row asked), ``packed``, ``flex`` or ``batch_api`` (``plan="cheapest"``),
+    ``cascade``."""
 
     @property
     def total_cost(self) -> float:

@@ -228,7 +228,7 @@ class ChatAgent:
         return a ``BatchEstimate``. ``cascade``: an ``aiforge.Cascade`` lets a cheap model keep the label rows
         it is confident on, at a threshold calibrated to a stated agreement with the strong one. ``pack=k`` sends
         k rows per request, answers matched by id (``batch.packing``). ``plan="cheapest"`` runs the cheapest plan
-        meeting ``deadline`` (``batch.planner``). The options are ``aiforge.batch.options.BatchArguments``.
+        meeting ``deadline`` (``aiforge.batch.planner``). The options are ``aiforge.batch.options.BatchArguments``.
         """
         return await run_items(self, items, BatchOptions.of(concurrency=concurrency, max_batch=max_batch, **options))
 

@@ -89,6 +89,13 @@ class PartitionSpec:
                 "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
             )
         options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
+        if options.get("cascade") is not None or options.get("plan", "as_is") != "as_is":
+            # A Cascade holds agents (with their keys) and calibrates once over the whole batch; a plan is chosen
+            # for the whole batch too: neither can be split into partitions.
+            raise UsageError(
+                "cascade= and plan= work on the whole batch, not per partition: run them with df.aiforge on a "
+                "pandas DataFrame (ddf.compute() first, or one partition at a time)"
+            )
         if operation == "classify":
             labels = _checked_labels(labels)
             output = Literal[labels]

@@ -243,3 +243,10 @@ def test_a_dedup_that_is_not_a_boolean_is_a_usage_error(srv: LLMServer) -> None:
     with pytest.raises(UsageError, match="dedup= is True"):
         agent(srv).run_batch(TEXTS, dedup="no")  # type: ignore[typeddict-item]
     assert srv.request_count == 0
+
+
+def test_a_batch_says_which_plan_ran_as_the_estimate_names_them() -> None:
+    # A default (deduplicating) run said plan="as_is", the estimate's name for every row asked.
+    agent = ChatAgent(provider=ScriptedProvider(default="ok"), memory="none")
+    assert agent.run_batch(["a", "a", "b"]).plan == "deduped"
+    assert agent.run_batch(["a", "a", "b"], dedup=False).plan == "as_is"

@@ -13,6 +13,7 @@ import pytest
 
 import aiforge  # noqa: F401 - registers the accessor
 from aiforge import ChatAgent
+from aiforge.core.types import UsageError
 from aiforge.dataframes.partition import PartitionSpec, partition_columns, process_agent
 from fakellm import LLMServer, RecordedRequest, Reply
 
@@ -117,3 +118,15 @@ def test_a_partition_draws_no_progress_bar(
     # The same batch in the notebook's own process (run_batch, df.aiforge) still shows its bar.
     ChatAgent(memory="none", **SETTINGS).run_batch(["review #7"])
     assert "aiforge batch" in capfd.readouterr().err
+
+
+def test_a_cascade_or_a_plan_in_the_spec_is_refused_in_one_line() -> None:
+    # A Cascade holds agents (and their keys): it failed to pickle with "cannot pickle '_thread.lock'", and each
+    # partition would have calibrated its own sample.
+    from aiforge import Cascade
+
+    cascade = Cascade(first=ChatAgent(provider="scripted"))
+    with pytest.raises(UsageError, match="cascade= and plan= work on the whole batch"):
+        PartitionSpec.of("classify", "{review}", labels=["a", "b"], cascade=cascade)
+    with pytest.raises(UsageError, match="cascade= and plan= work on the whole batch"):
+        PartitionSpec.of("classify", "{review}", labels=["a", "b"], plan="cheapest")
