@@ -31,6 +31,7 @@ from aiforge.batch.identity import pricer_of
 from aiforge.batch.options import BatchOptions
 from aiforge.batch.results import BatchResult, MissingValueError
 from aiforge.batch.savings import CASCADE, Savings
+from aiforge.core.progress import progress_bar, progress_enabled
 from aiforge.core.templates import batch_prompts
 from aiforge.core.types import CallParams, LabelScores, Message, UsageError
 from aiforge.providers import builtin_class, create_provider, label_scoring_providers
@@ -155,10 +156,16 @@ async def run_cascade(owner: BatchOwner, items: Any, options: BatchOptions, run_
     firsts = _first_occurrences(texts) if options.dedup else {i: i for i in range(len(texts))}
     first_of = {i: lead for i, lead in firsts.items() if i not in prompts.missing}
     leads = {i for i, lead in first_of.items() if i == lead}
-    scored, score_errors = await _score_all(
-        scorer, texts, {**prompts.missing, **{i: "" for i in first_of if i not in leads}}, list(values),
-        options.concurrency,
-    )
+    shown = progress_enabled(strong.settings.PROGRESS_BAR) and len(leads) > 0
+    bar = progress_bar(len(leads), desc=f"cascade: scoring on {scorer.params.model}") if shown else None
+    try:
+        scored, score_errors = await _score_all(
+            scorer, texts, {**prompts.missing, **{i: "" for i in first_of if i not in leads}}, list(values),
+            options.concurrency, bar,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
     for i, lead in first_of.items():
         if i != lead and lead in scored:
             scored[i] = (scored[lead][0], 0.0, 0.0)
@@ -255,9 +262,10 @@ def _first_occurrences(texts: list[str]) -> dict[int, int]:
 
 
 async def _score_all(
-    scorer: Scorer, texts: list[str], missing: dict[int, str], labels: list[str], concurrency: int
+    scorer: Scorer, texts: list[str], missing: dict[int, str], labels: list[str], concurrency: int, bar: Any = None
 ) -> tuple[dict[int, tuple[LabelScores, float, float]], dict[int, BaseException]]:
-    """Every row's scores, cost and latency by position, with at most ``concurrency`` in flight; and the errors."""
+    """Every row's scores, cost and latency by position, with at most ``concurrency`` in flight; and the errors.
+    ``bar`` (a progress bar) counts each row scored or failed."""
     scored: dict[int, tuple[LabelScores, float, float]] = {}
     errors: dict[int, BaseException] = {}
     pending = iter([i for i in range(len(texts)) if i not in missing])
@@ -268,6 +276,8 @@ async def _score_all(
                 scored[index] = await scorer.score(texts[index], labels)
             except Exception as exc:  # noqa: BLE001 - the row goes to the strong model instead
                 errors[index] = exc
+            if bar is not None:
+                bar.update(1)
 
     await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(texts))))))
     if errors and not scored:

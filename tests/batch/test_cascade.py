@@ -411,3 +411,16 @@ def test_a_sample_too_small_for_any_threshold_to_pass_is_a_usage_error_before_an
     # target 0.99 at 95 % needs 299 agreeing rows for the bound to reach it; the first threshold keeps twice that.
     with pytest.raises(UsageError, match=r"Cascade\(sample=200\) can never keep a row.*needs 598 sample rows"):
         Cascade(first=cheap_agent(), target=0.99)
+
+
+def test_the_cheap_pass_draws_a_bar_over_the_distinct_rows_it_scores(
+    strong: ScriptedProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cheap pass was silent: about 50 s of nothing on the embedded model in tutorial 13.
+    from tests.support.bars import record_bars
+
+    bars = record_bars(monkeypatch)
+    df = reviews(100)
+    cascade = Cascade(first=cheap_agent(), then=ChatAgent(provider=strong))
+    df.aiforge.classify("{review}", labels=LABELS, cascade=cascade)
+    assert (bars[0].total, bars[0].counted) == (100, 100)  # then the strong model's own bars
