@@ -22,7 +22,7 @@ from aiforge.batch.identity import batch_identity, finished_items, open_cache, o
 from aiforge.batch.label_calibration import calibrated
 from aiforge.batch.label_scoring import check_calibration, scored_labels, unpacked_if_scored
 from aiforge.batch.options import BatchOptions
-from aiforge.batch.packing import Packer, check_packable, pack_texts, packing_saving
+from aiforge.batch.packing import Packer, check_packable, pack_texts, packing_saving, warn_if_packing_failed
 from aiforge.batch.plan_table import plans_of
 from aiforge.batch.planner import run_cheapest
 from aiforge.batch.results import BatchItem, BatchResult, MissingValueError, PackingStats
@@ -132,6 +132,7 @@ async def run_items(
         plan="packed" if packer is not None else "deduped" if served_again is not None else "as_is",
     )
     if packer is not None:
+        warn_if_packing_failed(packer.stats)
         result.extra_saved += packing_saving(packer.stats, pricer_of(owner, spec))
     for index in range(len(inputs)):
         if index in errors:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from types import GenericAlias
@@ -29,6 +30,7 @@ from pydantic import Field, TypeAdapter, create_model
 
 from aiforge.batch.results import PackingStats
 from aiforge.batch.savings import PACKING, Savings
+from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.output import WRAPPER_KEY, OutputSpec, OutputValidationError
 from aiforge.core.tokens import estimate_tokens
 from aiforge.core.types import Usage, UsageError
@@ -41,6 +43,19 @@ if TYPE_CHECKING:
 
 PACKED_NAME = "packed_answers"
 """The schema name of a packed request's structured output."""
+
+
+def warn_if_packing_failed(stats: PackingStats) -> None:
+    """One warning line when no row of any pack was answered there: every row was asked again alone, so the batch
+    paid the packs on top of one request per row (a model that cannot answer the packed format)."""
+    if stats.rows and not stats.answered:
+        warnings.warn(
+            f"pack={stats.size}: no packed request answered any of its {stats.rows} rows (each failed, or the model "
+            f"did not answer by id), so every row was asked again alone on top of {stats.requests} packed "
+            "request(s); if this model cannot answer packed rows, drop pack=",
+            UserWarning,
+            stacklevel=_caller_stacklevel(),
+        )
 
 
 def packing_saving(stats: PackingStats, pricer: ItemPricer) -> Savings:

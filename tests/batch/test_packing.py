@@ -189,7 +189,8 @@ def test_a_packed_batch_resumes_from_its_checkpoint_without_a_request(tmp_path: 
 def test_every_row_of_a_pack_whose_request_failed_is_asked_again_alone() -> None:
     provider = scripted(answering(str.upper), alone=str.upper)
     provider.enqueue(ProviderError("overloaded", provider="scripted", status_code=529))
-    batch = ChatAgent(provider=provider).run_batch(["a", "b", "c"], pack=3)
+    with pytest.warns(UserWarning, match=r"pack=3: no packed request answered any of its 3 rows"):
+        batch = ChatAgent(provider=provider).run_batch(["a", "b", "c"], pack=3)
     assert rows_sent(provider) == [["a", "b", "c"], ["a"], ["b"], ["c"]]
     assert [r.message for r in batch.results] == ["A", "B", "C"] and not any(r.packed for r in batch.results)
     assert (batch.packing.requests, batch.packing.answered, batch.packing.retried) == (1, 0, 3)
