@@ -16,7 +16,25 @@ from aiforge.core.types import UsageError
 
 
 class BatchArguments(TypedDict, total=False):
-    """``run_batch``'s keyword options after ``items``, ``concurrency`` and ``max_batch`` (``ChatAgent.arun_batch``)."""
+    """``run_batch``'s keyword options after ``items``, ``concurrency`` and ``max_batch`` (also the accessor's):
+
+    - ``output``: a type (pydantic model, Literal, Enum, bool...): each reply validated into ``response.output``.
+    - ``prompt``: a row template, ``"Classify: {review}"`` (DataFrame columns; ``{value}`` for a list or Series).
+    - ``cache``: None uses the ``CACHE`` setting; False off; True, a path or ``"memory"``.
+    - ``checkpoint``: a file recording each finished row; the same call again runs only the rest.
+    - ``restart``: start over instead of resuming from ``checkpoint``.
+    - ``max_cost``: USD; no row starts once the spend plus the rows in flight would pass it.
+    - ``estimate``: spend nothing; return a ``BatchEstimate`` comparing the plans.
+    - ``dedup``: rows of the same prompt asked once (True, the default); False asks every row.
+    - ``cascade``: an ``aiforge.Cascade``: a cheap model keeps the label rows it is confident on, at a threshold
+      calibrated to a stated agreement with the strong one.
+    - ``pack``: rows per request (k > 1: an id'd list, answers matched by id, a row left out asked again alone).
+    - ``plan``: ``"as_is"`` (the default) or ``"cheapest"``: the cheapest of deduped, flex and the Batch API that
+      meets ``deadline`` (``aiforge.batch.planner``); ``result.plan`` says which ran.
+    - ``deadline``: for ``plan="cheapest"``: a ``timedelta``, seconds, or ``"30m"``, ``"2h"``, ``"1d"``.
+    - ``calibrate``: scored label rows (``LABELS_BY``) answered after subtracting each label's mean log-probability
+      over the batch: more accurate on a small model, but a row's answer depends on its batch.
+    """
 
     output: Any
     prompt: str | RowTemplate | None
@@ -28,16 +46,9 @@ class BatchArguments(TypedDict, total=False):
     dedup: bool
     cascade: Cascade | None
     pack: int
-    """Rows per request (issue 24's row packing): k rows go out as one id'd list and come back matched by id;
-    a row left unanswered or answered invalidly is asked again alone. 1 (the default) sends each row alone."""
     plan: str
-    """``"as_is"`` (the default): run as the other options say. ``"cheapest"``: the cheapest of deduped, flex and
-    the Batch API that meets ``deadline`` (``aiforge.batch.planner``); ``result.plan`` says which ran."""
     deadline: datetime.timedelta | float | str | None
-    """For ``plan="cheapest"``: a ``timedelta``, seconds, or ``"30m"``, ``"2h"``, ``"1d"``; None: no deadline."""
     calibrate: bool
-    """Scored label rows (``LABELS_BY``) are answered after subtracting each label's mean log-probability over the
-    batch (``batch.label_calibration``): more accurate on a small model, but a row's answer depends on its batch."""
 
 
 BATCH_ARGUMENTS = tuple(BatchArguments.__annotations__)
