@@ -3,6 +3,7 @@ sends the rest to the strong model, and the agreement of the kept rows meets the
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 import random
@@ -315,7 +316,7 @@ def test_a_truth_column_must_exist_and_hold_the_labels(strong: ScriptedProvider)
     with pytest.raises(UsageError, match=r"has the label 'great', which is not one of \['pos', 'neg'\]"):
         df.aiforge.classify("{review}", labels=LABELS, cascade=cascade)
     with pytest.raises(UsageError, match="the DataFrame has no such column"):
-        df.aiforge.classify("{review}", labels=LABELS, cascade=Cascade(first=cheap_agent(), truth="gold"))
+        df.aiforge.classify("{review}", labels=LABELS, cascade=dataclasses.replace(cascade, truth="gold"))
 
 
 def test_cascade_is_exported_and_not_a_run_batch_typo() -> None:
