@@ -125,8 +125,9 @@ def test_a_remaining_count_of_zero_reaches_the_pacer(server: LLMServer, protocol
     bot.run_batch(items(1), concurrency=1, max_batch=1000)
 
     pacer = pacer_of(server)
+    # That the next request then waits for its share is the FakeTime test below: the level refills in wall time
+    # (WINDOW / limit a request), so reading it here raced a loaded machine.
     assert pacer.active and pacer.requests.learned == limit
-    assert pacer.requests.level <= 0  # the next request waits for its share (spacing: the FakeTime test below)
     assert not bot.run_batch(items(6), concurrency=6, max_batch=1000).failed
     assert server.request_count == 7
 
