@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -33,7 +34,14 @@ def short_window(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def server() -> Iterator[LLMServer]:
     with LLMServer(rate_window=WINDOW, record=True) as srv:
+        # A port an earlier test's server had keeps that test's pacer in the process: start from none.
+        for key in [k for k in pacing._pacers if _netloc(k[1]) == _netloc(srv.base_url)]:
+            del pacing._pacers[key]
         yield srv
+
+
+def _netloc(url: str) -> str:
+    return urlsplit(url).netloc
 
 
 def agent(protocol: WireProtocol, srv: LLMServer, key: str = SECRET, **settings: Any) -> ChatAgent:
@@ -51,7 +59,7 @@ def items(count: int) -> list[str]:
 
 def pacer_of(srv: LLMServer) -> pacing.Pacer:
     """The process's one pacer for the fake server (each test starts its own, with a single key)."""
-    (pacer,) = [p for k, p in pacing._pacers.items() if k[1].startswith(srv.base_url)]
+    (pacer,) = [p for k, p in pacing._pacers.items() if _netloc(k[1]) == _netloc(srv.base_url)]
     return pacer
 
 
