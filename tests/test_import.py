@@ -45,6 +45,8 @@ LAYERS = {
     "batch": 3,
     "tools": 3,
     "chat": 4,
+    "semantic": 5,
+    "evaluation": 5,
     "dataframes": 5,
     "modules": 6,
     "jupyter": 6,
