@@ -85,6 +85,36 @@ class _Operations:
         keep = _columns(batch)[OUTPUT_COLUMN].fillna(False).to_numpy(dtype=bool)
         return _attach(self._data[keep], batch)
 
+    def topk(
+        self,
+        prompt: str,
+        k: int,
+        method: str = "listwise",
+        agent: ChatAgent | None = None,
+        window: int = 10,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.DataFrame:
+        """The ``k`` rows that best satisfy ``prompt``, best first, with a ``rank`` column (1..k), on their index.
+
+        Model comparisons in a tournament, never n² calls: ``method="listwise"`` ranks windows of rows per request
+        (about n / (window - k) requests), ``"pairwise"`` compares two rows per request (at most
+        n - 1 + (k - 1)·⌈log2 n⌉); see ``aiforge.semantic.topk``. k above the number of rows ranks them all.
+        ``cache=``, ``checkpoint=`` (one file per round), ``restart=``, ``max_cost=`` and ``dedup=`` go to every
+        round; the ``TopKRun`` (batches, requests, cost) is in ``.attrs["aiforge"]``. A comparison failing twice
+        raises ``ComparisonFailedError``. On a Series, the frame has the values and ``rank``::
+
+            tickets.aiforge.topk("the most urgent ticket: {ticket}", k=3)
+        """
+        from aiforge.semantic.topk import rank_rows, ranked_frame
+
+        run = rank_rows(
+            self._data, prompt, k, method=method, agent=agent, window=window, concurrency=concurrency, **settings
+        )
+        ranked = ranked_frame(self._data, run.positions)
+        ranked.attrs[ATTRS_KEY] = run
+        return ranked
+
     def _extract(
         self,
         items: pd.Series,
