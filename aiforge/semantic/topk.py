@@ -14,8 +14,9 @@ Two methods, both deterministic for a deterministic model (TEMPERATURE=0 is sent
   comparisons in a row. ``calls ≤ n - 1 + (k - 1)·⌈log2 n⌉`` (``pairwise_calls``); a pair is never asked twice.
 
 Position bias: a window lists its rows in a fixed pseudo-random order (seeded, so the same data gives the same
-windows), so the rows that come first in the frame are not always shown first; in a pairwise comparison the row
-shown as A alternates with the parity of the two rows' positions. Each comparison is asked once, in one order.
+windows), so the rows that come first in the frame are not always shown first; in a pairwise comparison which row
+is shown as A is a fixed coin flip per pair (a CRC of the two positions), so neither order is favoured. Each
+comparison is asked once, in one order.
 
 Failures: a reply that does not parse (a ranking with a repeated or unknown id, an answer other than A or B) goes
 back to the model with what was wrong (the agent's ``output_retries``), and transport errors are retried by the
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import math
 import random
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +43,8 @@ from aiforge.core.types import AIForgeError, UsageError
 from aiforge.semantic.topk_prompts import COMPARISON, pair_prompt, ranking_type, row_text, window_prompt
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from aiforge.chat.agent import ChatAgent
 
 METHODS = ("listwise", "pairwise")
@@ -172,7 +176,9 @@ def rank_rows(
 
 def _check_arguments(prompt: Any, k: Any, method: Any, window: Any) -> None:
     if not isinstance(prompt, str) or not prompt.strip():
-        raise UsageError(f"topk: prompt= is a row template such as 'the most urgent ticket: {{ticket}}', got {prompt!r}")
+        raise UsageError(
+            f"topk: prompt= is a row template such as 'the most urgent ticket: {{ticket}}', got {prompt!r}"
+        )
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise UsageError(f"topk: k is the number of rows to return, an integer >= 1, got {k!r}")
     if method not in METHODS:
@@ -218,9 +224,7 @@ def _agent(agent: ChatAgent | None, settings: dict[str, Any]) -> ChatAgent:
 class _Asker:
     """Runs one round of comparisons as one ``run_batch``: failed ones asked again once, then an error."""
 
-    def __init__(
-        self, agent: ChatAgent, concurrency: int, options: dict[str, Any], run: TopKRun, index: Any
-    ) -> None:
+    def __init__(self, agent: ChatAgent, concurrency: int, options: dict[str, Any], run: TopKRun, index: Any) -> None:
         self.agent, self.concurrency, self.run, self.index = agent, concurrency, run, index
         self.max_cost: float | None = options.pop("max_cost", None)
         self.checkpoint: str | None = options.pop("checkpoint", None)
@@ -276,9 +280,11 @@ def _listwise(texts: Sequence[str], criterion: str, k: int, w: int, asker: _Aske
     while True:
         windows = _windows(candidates, w)
         keeps = [min(k, len(rows)) for rows in windows]
-        prompts = [window_prompt(criterion, [texts[p] for p in rows], keep) for rows, keep in zip(windows, keeps)]
+        prompts = [
+            window_prompt(criterion, [texts[p] for p in rows], keep) for rows, keep in zip(windows, keeps, strict=True)
+        ]
         outputs = _ask_windows(asker, prompts, windows, keeps)
-        kept = [rows[i - 1] for rows, output in zip(windows, outputs) for i in output.best]
+        kept = [rows[i - 1] for rows, output in zip(windows, outputs, strict=True) for i in output.best]
         if len(windows) == 1:
             return kept
         candidates = kept
@@ -287,11 +293,11 @@ def _listwise(texts: Sequence[str], criterion: str, k: int, w: int, asker: _Aske
 def _ask_windows(asker: _Asker, prompts: list[str], windows: list[list[int]], keeps: list[int]) -> list[Any]:
     """Each window's ranking; windows of one shape share one batch (its output type is the window's ids)."""
     outputs: list[Any] = [None] * len(prompts)
-    shapes = sorted({(len(rows), keep) for rows, keep in zip(windows, keeps)})
+    shapes = sorted({(len(rows), keep) for rows, keep in zip(windows, keeps, strict=True)})
     for size, keep in shapes:
         chosen = [i for i, rows in enumerate(windows) if (len(rows), keep) == (size, keeps[i])]
         answers = asker.ask([prompts[i] for i in chosen], ranking_type(size, keep), [windows[i] for i in chosen])
-        for i, answer in zip(chosen, answers):
+        for i, answer in zip(chosen, answers, strict=True):
             outputs[i] = answer
     return outputs
 
@@ -312,11 +318,11 @@ def _pairwise(texts: Sequence[str], criterion: str, k: int, asker: _Asker) -> li
 
 
 def _compare(asker: _Asker, texts: Sequence[str], criterion: str, pairs: list[tuple[int, int]]) -> list[int]:
-    """The winner of each pair; the row shown as A alternates with the parity of the two positions."""
-    shown = [(a, b) if (a + b) % 2 == 0 else (b, a) for a, b in pairs]
+    """The winner of each pair; which row is shown as A is a fixed coin flip per pair (a CRC of the positions)."""
+    shown = [(a, b) if zlib.crc32(f"{a},{b}".encode()) % 2 else (b, a) for a, b in pairs]
     prompts = [pair_prompt(criterion, texts[first], texts[second]) for first, second in shown]
     answers = asker.ask(prompts, COMPARISON, [list(pair) for pair in shown])
-    return [first if answer == "A" else second for (first, second), answer in zip(shown, answers)]
+    return [first if answer == "A" else second for (first, second), answer in zip(shown, answers, strict=True)]
 
 
 class _Tournament:
@@ -355,20 +361,22 @@ class _Tournament:
                 matches[node] = (min(left, right), max(left, right))
         unknown = sorted({pair for pair in matches.values() if pair not in self.decided})
         if unknown:
-            self.decided.update(zip(unknown, self.play(unknown)))
+            self.decided.update(zip(unknown, self.play(unknown), strict=True))
         for node, pair in matches.items():
             self.nodes[node] = self.decided[pair]
 
 
-def ranked_frame(data: Any, positions: list[int]) -> Any:
+def ranked_frame(data: pd.DataFrame | pd.Series, positions: list[int]) -> pd.DataFrame:
     """The rows of ``data`` at ``positions`` in that order, on their index, with ``rank`` 1..len appended.
 
     A Series becomes a frame of its values (its name, or ``value``) and ``rank``; a frame that has a ``rank`` column
     already is a UsageError rather than losing it (``rank_rows`` checks it before any request).
     """
-    import pandas as pd
+    import pandas
 
-    frame = data.to_frame(data.name if data.name is not None else VALUE_FIELD) if isinstance(data, pd.Series) else data
+    if isinstance(data, pandas.Series):
+        data = data.to_frame(data.name if data.name is not None else VALUE_FIELD)
+    frame: pd.DataFrame = data
     _check_rank_column(frame)
     ranked = frame.iloc[positions].copy()
     ranked[RANK_COLUMN] = range(1, len(positions) + 1)
