@@ -78,8 +78,12 @@ class TopKRun:
     """The rows per listwise request (None for pairwise)."""
     positions: list[int] = field(default_factory=list)
     """The chosen rows' positions in the input, best first."""
+    rounds: int = 0
+    """Rounds of comparisons, each waiting on the one before: a listwise pass over the candidates, a pairwise level
+    of the knockout or one step of a replay."""
     batches: list[BatchResult] = field(default_factory=list)
-    """One per round (and per re-ask of failed comparisons), in the order they ran."""
+    """The ``run_batch`` of each round in the order they ran: one a round, two for a listwise round with windows of
+    two sizes (each size its own answer type), and one per re-ask of failed comparisons."""
 
     @property
     def comparisons(self) -> int:
@@ -106,7 +110,7 @@ class TopKRun:
 
     def __repr__(self) -> str:
         return (
-            f"TopKRun(method={self.method!r}, k={self.k}, rows={self.rows}, rounds={len(self.batches)}, "
+            f"TopKRun(method={self.method!r}, k={self.k}, rows={self.rows}, rounds={self.rounds}, "
             f"requests={self.requests}, total_cost={self.total_cost:.6f}, total_tokens={self.total_tokens})"
         )
 
@@ -279,6 +283,7 @@ def _listwise(texts: Sequence[str], criterion: str, k: int, w: int, asker: _Aske
     candidates = list(range(len(texts)))
     while True:
         windows = _windows(candidates, w)
+        asker.run.rounds += 1
         keeps = [min(k, len(rows)) for rows in windows]
         prompts = [
             window_prompt(criterion, [texts[p] for p in rows], keep) for rows, keep in zip(windows, keeps, strict=True)
@@ -319,6 +324,7 @@ def _pairwise(texts: Sequence[str], criterion: str, k: int, asker: _Asker) -> li
 
 def _compare(asker: _Asker, texts: Sequence[str], criterion: str, pairs: list[tuple[int, int]]) -> list[int]:
     """The winner of each pair; which row is shown as A is a fixed coin flip per pair (a CRC of the positions)."""
+    asker.run.rounds += 1
     shown = [(a, b) if zlib.crc32(f"{a},{b}".encode()) % 2 else (b, a) for a, b in pairs]
     prompts = [pair_prompt(criterion, texts[first], texts[second]) for first, second in shown]
     answers = asker.ask(prompts, COMPARISON, [list(pair) for pair in shown])

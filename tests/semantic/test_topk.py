@@ -129,7 +129,8 @@ def test_the_run_in_attrs_counts_the_requests_and_each_round() -> None:
     result = tickets(100).aiforge.topk(PROMPT, 5, agent=agent_of(fake))
     run = result.attrs["aiforge"]
     assert isinstance(run, TopKRun) and run.requests == run.comparisons == len(fake.calls)
-    assert len(run.batches) >= 3 and run.total_tokens > 0 and run.window == 10
+    assert run.rounds == 5 and len(run.batches) >= run.rounds  # 100 -> 50 -> 25 -> 15 -> 10 -> the last window
+    assert run.total_tokens > 0 and run.window == 10
     assert result.head(2).attrs["aiforge"] is run
 
 
