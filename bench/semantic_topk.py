@@ -10,7 +10,10 @@
   true order of those rows, for both methods and for the all-pairs vote (each row's wins over every other, the
   n(n-1)/2 comparisons simulated, not asked) as the peer a full sort would give with the same judge.
 
-Nothing here is timed; run with ``.venv/bin/python -c "from bench.semantic_topk import topk_rows; print(topk_rows(True))"``.
+- the embedded model: 12 numbers, k = 3, both methods (``embedded_rows``; not with ``quick``).
+
+Nothing here is timed. Run it with
+``.venv/bin/python -c "from bench.semantic_topk import topk_rows; print(topk_rows(True))"``.
 """
 
 from __future__ import annotations
@@ -179,6 +182,43 @@ def agreement_rows(quick: bool) -> list[Row]:
     return rows
 
 
+EMBEDDED_ROWS = 12
+EMBEDDED_K = 3
+
+
+def embedded_rows(quick: bool) -> list[Row]:
+    """The real embedded model (SmolLM2-135M, temperature 0) picking the 3 largest of 12 numbers, both methods: every
+    answer parses (constrained decoding; pairwise is scored A/B), the choice is about chance. Skipped by ``--quick``."""
+    if quick:
+        return []
+    import pandas as pd
+
+    from aiforge import ChatAgent
+
+    numbers = random.Random(3).sample(range(1, 100), EMBEDDED_ROWS)
+    values = pd.Series(numbers, name="number")
+    rows = []
+    for method in ("listwise", "pairwise"):
+        agent = ChatAgent(provider="local", memory="none", TEMPERATURE=0.0, PROGRESS_BAR=False)
+        result = values.aiforge.topk("the largest number: {value}", EMBEDDED_K, method=method, agent=agent)
+        got, run = result["number"].tolist(), result.attrs["aiforge"]
+        rows.append(
+            Row(
+                GROUP,
+                f"topk on the embedded model, {EMBEDDED_ROWS} numbers, k={EMBEDDED_K}, {method}",
+                f"overlap@{EMBEDDED_K} {overlap(got, numbers, EMBEDDED_K):.2f}, tau {kendall_tau(got):.2f}, "
+                f"{run.requests} requests",
+                f"chance: overlap@{EMBEDDED_K} {EMBEDDED_K / EMBEDDED_ROWS:.2f}, tau 0",
+                None,
+                "",
+                None,
+                note="SmolLM2-135M cannot compare numbers: the measure is that every answer parsed and the calls "
+                "stayed bounded, not the quality of the choice",
+            )
+        )
+    return rows
+
+
 def topk_rows(quick: bool) -> list[Row]:
     """The semantic group's topk measures (see the module note)."""
-    return requests_rows(quick) + agreement_rows(quick)
+    return requests_rows(quick) + agreement_rows(quick) + embedded_rows(quick)
