@@ -1,6 +1,7 @@
 """``topk``: the k rows that best satisfy a prompt, by model comparisons in a tournament, never n² calls.
 
-Two methods, both deterministic for a deterministic model (TEMPERATURE=0 is sent unless the user set it):
+Two methods, both deterministic for a deterministic model. The agent built when ``agent=None`` sends TEMPERATURE=0
+unless the settings give one; an agent you pass is used as it is (give it TEMPERATURE=0 for a repeatable run).
 
 - ``"listwise"`` (the default; RankGPT's finding that a model ranks a window of passages at once well): the
   candidates are split into windows of about ``w = max(window, 2k)`` rows; one request per window returns the ids of
@@ -237,29 +238,28 @@ class _Asker:
     def ask(self, prompts: list[str], output: Any, shown: list[list[int]]) -> list[Any]:
         """Each prompt's validated answer, in order; ``shown[i]`` are the positions of the rows prompt i lists."""
         answers: list[Any] = [None] * len(prompts)
-        pending = list(range(len(prompts)))
-        for attempt in (1, 2):
+        pending, failures = list(range(len(prompts))), []
+        for _ in range(2):  # the round, then its failed comparisons once more
             batch = self._batch([prompts[i] for i in pending], output)
             for position, result in zip(batch.indices, batch.results, strict=True):
                 answers[pending[position]] = result.output
             if batch.skipped:
                 raise BudgetExceededError(
                     f"topk: max_cost=${self.max_cost} reached after {self.run.requests} requests "
-                    f"(${self.run.total_cost:.4f}); the top {self.run.k} is not known. Raise max_cost, "
+                    f"(${self.run.total_cost:.6f}); the top {self.run.k} is not known. Raise max_cost, "
                     "or pass cache=True so a rerun pays only for what is left."
                 )
-            if not batch.failed:
+            failures = [(pending[f.position], f.error) for f in batch.failed]
+            pending = [prompt for prompt, _ in failures]
+            if not pending:
                 return answers
-            if attempt == 2:
-                failure = batch.failed[0]
-                rows = ", ".join(map(repr, self._labels(shown[pending[failure.position]])))
-                raise ComparisonFailedError(
-                    f"topk: the comparison of rows {rows} failed twice ({len(batch.failed)} in this round): "
-                    f"{type(failure.error).__name__}: {failure.error}",
-                    self.run,
-                ) from failure.error
-            pending = [pending[f.position] for f in batch.failed]
-        return answers
+        prompt, error = failures[0]
+        rows = ", ".join(map(repr, self._labels(shown[prompt])))
+        raise ComparisonFailedError(
+            f"topk: the comparison of rows {rows} failed twice ({len(failures)} in this round): "
+            f"{type(error).__name__}: {error}",
+            self.run,
+        ) from error
 
     def _batch(self, prompts: list[str], output: Any) -> BatchResult:
         options = dict(self.options)

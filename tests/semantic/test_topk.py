@@ -14,6 +14,7 @@ import pytest
 
 import aiforge  # noqa: F401 - registers the accessor
 from aiforge import ChatAgent
+from aiforge.batch.results import BudgetExceededError
 from aiforge.core.types import UsageError
 from aiforge.providers.scripted import ScriptedProvider
 from aiforge.semantic.topk import ComparisonFailedError, TopKRun, listwise_calls, pairwise_calls
@@ -248,3 +249,11 @@ def test_pairwise_through_the_openai_sdk_asks_for_a_or_b(srv: LLMServer) -> None
     assert result.index.tolist() == true_top(frame, 2)
     assert srv.requests[0].output_schema["properties"]["value"]["enum"] == ["A", "B"]
     assert len(srv.requests) <= pairwise_calls(20, 2)
+
+
+def test_a_budget_spent_part_way_raises_saying_what_to_do(srv: LLMServer) -> None:
+    frame = tickets(60)
+    settings = openai_settings(srv) | {"MODEL": "gpt-4o-mini"}
+    with pytest.raises(BudgetExceededError, match=r"max_cost=\$0.0002 reached after \d+ requests.*cache=True"):
+        frame.aiforge.topk(PROMPT, 3, max_cost=0.0002, **settings)
+    assert 0 < len(srv.requests) < listwise_calls(60, 3)
