@@ -155,7 +155,7 @@ def _resolve(model: str, table: Mapping[str, T]) -> T | None:
 
 
 def resolve_model_entry(model: str, table: Mapping[str, T]) -> T | None:
-    """``table``'s entry for ``model``, found as prices are: exact name, dated snapshot, ``-latest``, provider prefix."""
+    """``table``'s entry for ``model``, found as prices are: name, dated snapshot, ``-latest``, provider prefix."""
     return _resolve(model, table)
 
 

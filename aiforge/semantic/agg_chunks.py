@@ -157,7 +157,8 @@ class ChunkBudget:
 
     def check(self) -> None:
         """A ``ConfigError`` naming ``CONTEXT_WINDOW`` when a chunk cannot hold a row, or a fold two answers."""
-        needed = {ROWS: len(_label(ROWS, 9999)) + len(CUT_MARK) + MIN_ROW_CHARS, ANSWERS: 2 * (self.reserve * CHARS_PER_TOKEN + len(_label(ANSWERS, 99)) + 2)}
+        answer = self.reserve * CHARS_PER_TOKEN + len(_label(ANSWERS, 99)) + len(_joiner(ANSWERS))
+        needed = {ROWS: len(_label(ROWS, 9999)) + len(CUT_MARK) + MIN_ROW_CHARS, ANSWERS: 2 * answer}
         for kind, chars in needed.items():
             if self.room(kind) >= chars:
                 continue
