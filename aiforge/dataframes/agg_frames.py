@@ -10,6 +10,7 @@ under ``observed=False``, answers NA without a request).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -117,39 +118,69 @@ def agg_groups(
     settings: dict[str, Any],
 ) -> pd.Series:
     """One answer per group of ``grouped``, a Series on the groups' index (``.attrs["aiforge"]``: the report)."""
-    data = grouped.obj
-    instruction = instruction_for(data, prompt)
+    instruction = instruction_for(grouped.obj, prompt)
     options = split_settings(settings)
+    groups = grouped_texts(grouped, row_texts(grouped.obj, instruction))
+    check_groups(groups.texts)
+    answers, report = reduce_groups(
+        agent_for(agent, settings), instruction.text, groups.texts, output=output, concurrency=concurrency,
+        options=options,
+    )
+    result = groups.series(answers, typed=output is not None)
+    result.attrs["aiforge"] = report
+    return result
+
+
+@dataclass(frozen=True)
+class GroupedTexts:
+    """The texts of each group with a row, in the groupby's order, and where each sits in its result index."""
+
+    index: pd.Index
+    """The result's index: every group ``size()`` lists (a category without rows too, under ``observed=False``)."""
+    observed: list[int]
+    """The position in ``index`` of each group with rows, in ``ngroup()`` order."""
+    texts: list[list[str]]
+
+    def series(self, answers: Sequence[Any], *, typed: bool) -> pd.Series:
+        """``answers`` (one per group with rows) on the whole index; NA for the others."""
+        values: list[Any] = [None] * len(self.index)
+        for position, answer in zip(self.observed, answers, strict=True):
+            values[position] = answer
+        return pd.Series(values, index=self.index, name=AGG_NAME, dtype=object if typed else "string")
+
+
+def grouped_texts(grouped: DataFrameGroupBy | SeriesGroupBy, texts: Sequence[str | None]) -> GroupedTexts:
+    """``texts`` (one per row of ``grouped.obj``, None to leave out) gathered by ``grouped``'s groups."""
     sizes = grouped.size()
     if not isinstance(sizes, pd.Series):
         raise UsageError("agg on a groupby needs its keys as the index: group with as_index=True (the default).")
-    texts = row_texts(data, instruction)
     observed = [position for position, size in enumerate(sizes.to_numpy()) if size > 0]
     groups: list[list[str]] = [[] for _ in observed]
     for code, text in zip(grouped.ngroup().to_numpy(), texts, strict=True):
         if text is not None and not pd.isna(code):
             groups[int(code)].append(text)
-    check_groups(groups)
-    answers, report = reduce_groups(
-        agent_for(agent, settings), instruction.text, groups, output=output, concurrency=concurrency, options=options
-    )
-    values: list[Any] = [None] * len(sizes)
-    for position, answer in zip(observed, answers, strict=True):
-        values[position] = answer
-    result = pd.Series(values, index=sizes.index, name=AGG_NAME, dtype="string" if output is None else object)
-    result.attrs["aiforge"] = report
-    return result
+    return GroupedTexts(sizes.index, observed, groups)
 
 
 def by_groupby(data: pd.DataFrame, by: Any) -> DataFrameGroupBy:
     """``data.groupby(by)`` as ``agg(by=...)`` groups: sorted keys, NA keys dropped, only categories with rows."""
-    keys = by if isinstance(by, list) else [by]
-    missing = [key for key in keys if key not in data.columns]
-    if missing:
-        from aiforge.core.templates import no_such_column
-
-        raise UsageError(no_such_column("agg: by=", missing[0], data.columns))
+    checked_keys(data.columns, by)
     return data.groupby(by, sort=True, dropna=True, observed=True)
+
+
+def checked_keys(columns: pd.Index, by: Any) -> list[Any]:
+    """``by`` as a list of column names; a ``UsageError`` for one that names no column."""
+    keys = by if isinstance(by, list) else [by]
+    for key in keys:
+        try:
+            found = key in columns
+        except TypeError:  # unhashable
+            found = False
+        if not found:
+            from aiforge.core.templates import no_such_column
+
+            raise UsageError(no_such_column("agg: by=", key, columns))
+    return keys
 
 
 class AggText(str):

@@ -54,6 +54,18 @@ class AggLevel:
 
 
 @dataclass
+class PartitionTotals:
+    """What the partitions of a Dask ``agg`` spent reducing their own rows, before the fold across them."""
+
+    partitions: int = 0
+    requests: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    largest_request: int = 0
+    """Estimated tokens of the largest request any partition built."""
+
+
+@dataclass
 class AggReport:
     """What an ``agg`` call did: its levels and batches, their costs and tokens summed; ``result.attrs["aiforge"]``."""
 
@@ -66,6 +78,8 @@ class AggReport:
     """Estimated tokens (``core.tokens``) of the largest request built, answer reserved: at most ``request_limit``."""
     truncated: int = 0
     """Rows or partial answers cut to fit a request (``TruncatedRowWarning``)."""
+    partitions: PartitionTotals | None = None
+    """On Dask: what the partitions spent below ``levels`` (the fold across them); added into the totals."""
 
     @property
     def batches(self) -> list[BatchResult]:
@@ -73,17 +87,21 @@ class AggReport:
 
     @property
     def total_cost(self) -> float:
-        """USD of every level's requests."""
-        return sum(batch.total_cost for batch in self.batches)
+        """USD of every level's requests (a Dask job's partitions' included)."""
+        below = 0.0 if self.partitions is None else self.partitions.cost
+        return below + sum(batch.total_cost for batch in self.batches)
 
     @property
     def total_tokens(self) -> int:
-        """Input and output tokens of every level's requests."""
-        return sum(batch.total_tokens for batch in self.batches)
+        """Input and output tokens of every level's requests (a Dask job's partitions' included)."""
+        below = 0 if self.partitions is None else self.partitions.tokens
+        return below + sum(batch.total_tokens for batch in self.batches)
 
     @property
     def requests(self) -> int:
-        return sum(level.requests for level in self.levels)
+        """Requests made (a Dask job's partitions' included)."""
+        below = 0 if self.partitions is None else self.partitions.requests
+        return below + sum(level.requests for level in self.levels)
 
     @property
     def chunks(self) -> int:
