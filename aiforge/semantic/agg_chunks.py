@@ -152,27 +152,42 @@ class ChunkBudget:
 
     def room(self, kind: Kind) -> int:
         """Characters the items of one chunk of ``kind`` may take (labels and line breaks included)."""
-        frame = max(len(_frame(self.instruction, kind, final=final)) for final in (True, False))
-        return (self.limit - self.fixed_tokens) * CHARS_PER_TOKEN - frame
+        return (self.limit - self.fixed_tokens) * CHARS_PER_TOKEN - self._frame_chars(kind)
+
+    def _frame_chars(self, kind: Kind) -> int:
+        return max(len(_frame(self.instruction, kind, final=final)) for final in (True, False))
 
     def check(self) -> None:
         """A ``ConfigError`` naming ``CONTEXT_WINDOW`` when a chunk cannot hold a row, or a fold two answers."""
+        short = [kind for kind, chars in self._needed().items() if self.room(kind) < chars]
+        if not short:
+            return
+        what = "any row" if short[0] == ROWS else f"two partial answers of up to MAX_TOKENS={self.reserve} tokens"
+        frame = -(-self._frame_chars(short[0]) // CHARS_PER_TOKEN)
+        raise ConfigError(
+            f"CONTEXT_WINDOW={self.window} leaves no room for {what}: the system prompt, instruction and "
+            f"reserved answer (MAX_TOKENS={self.reserve}) take ~{self.fixed_tokens + frame} tokens of the "
+            f"{self.limit} a request may use ({SAFETY_MARGIN:.0%} of the window is kept as a margin). "
+            f"Raise CONTEXT_WINDOW to at least {self._smallest_window()}, or lower MAX_TOKENS.",
+            setting="CONTEXT_WINDOW",
+            problem="too small for the prompt",
+        )
+
+    def _needed(self) -> dict[Kind, int]:
+        """The characters a chunk of each kind must have room for: one short row; two answers of ``reserve``."""
         answer = self.reserve * CHARS_PER_TOKEN + len(_label(ANSWERS, 99)) + len(_joiner(ANSWERS))
-        needed = {ROWS: len(_label(ROWS, 9999)) + len(CUT_MARK) + MIN_ROW_CHARS, ANSWERS: 2 * answer}
-        for kind, chars in needed.items():
-            if self.room(kind) >= chars:
-                continue
-            what = "any row" if kind == ROWS else f"two partial answers of up to MAX_TOKENS={self.reserve} tokens"
-            frame = -(-max(len(_frame(self.instruction, kind, final=f)) for f in (True, False)) // CHARS_PER_TOKEN)
-            smallest = math.ceil((self.fixed_tokens + frame + -(-chars // CHARS_PER_TOKEN)) / (1 - SAFETY_MARGIN))
-            raise ConfigError(
-                f"CONTEXT_WINDOW={self.window} leaves no room for {what}: the system prompt, instruction and "
-                f"reserved answer (MAX_TOKENS={self.reserve}) take ~{self.fixed_tokens + frame} tokens of the "
-                f"{self.limit} a request may use ({SAFETY_MARGIN:.0%} of the window is kept as a margin). "
-                f"Raise CONTEXT_WINDOW to at least {smallest}, or lower MAX_TOKENS.",
-                setting="CONTEXT_WINDOW",
-                problem="too small for the prompt",
-            )
+        return {ROWS: len(_label(ROWS, 9999)) + len(CUT_MARK) + MIN_ROW_CHARS, ANSWERS: 2 * answer}
+
+    def _smallest_window(self) -> int:
+        """The least ``CONTEXT_WINDOW`` whose chunks hold what ``_needed`` says."""
+        limit = max(
+            self.fixed_tokens + -(-(chars + self._frame_chars(kind)) // CHARS_PER_TOKEN)
+            for kind, chars in self._needed().items()
+        )
+        window = math.ceil(limit / (1 - SAFETY_MARGIN))
+        while math.floor(window * (1 - SAFETY_MARGIN)) < limit:
+            window += 1
+        return window
 
     def request_tokens(self, prompt: str) -> int:
         """The estimated tokens of a request with ``prompt`` as its user message, answer reserved."""
