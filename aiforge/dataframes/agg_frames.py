@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from pandas.core.groupby import DataFrameGroupBy, SeriesGroupBy
 
     from aiforge.chat.agent import ChatAgent
+
+    Grouped = DataFrameGroupBy[Any, Any] | SeriesGroupBy[Any, Any]
 
 AGG_OPTIONS = ("cache", "checkpoint", "restart", "max_cost", "dedup")
 """``run_batch`` options ``agg`` takes (``checkpoint`` names a directory: one file per level's batch)."""
@@ -114,13 +116,14 @@ def agg_data(
 
 
 def agg_groups(
-    grouped: DataFrameGroupBy | SeriesGroupBy, prompt: Any, output: Any, agent: ChatAgent | None, concurrency: int,
+    grouped: Grouped, prompt: Any, output: Any, agent: ChatAgent | None, concurrency: int,
     settings: dict[str, Any],
 ) -> pd.Series:
     """One answer per group of ``grouped``, a Series on the groups' index (``.attrs["aiforge"]``: the report)."""
-    instruction = instruction_for(grouped.obj, prompt)
+    data = cast("pd.DataFrame | pd.Series[Any]", grouped.obj)
+    instruction = instruction_for(data, prompt)
     options = split_settings(settings)
-    groups = grouped_texts(grouped, row_texts(grouped.obj, instruction))
+    groups = grouped_texts(grouped, row_texts(data, instruction))
     check_groups(groups.texts)
     answers, report = reduce_groups(
         agent_for(agent, settings), instruction.text, groups.texts, output=output, concurrency=concurrency,
@@ -149,7 +152,7 @@ class GroupedTexts:
         return pd.Series(values, index=self.index, name=AGG_NAME, dtype=object if typed else "string")
 
 
-def grouped_texts(grouped: DataFrameGroupBy | SeriesGroupBy, texts: Sequence[str | None]) -> GroupedTexts:
+def grouped_texts(grouped: Grouped, texts: Sequence[str | None]) -> GroupedTexts:
     """``texts`` (one per row of ``grouped.obj``, None to leave out) gathered by ``grouped``'s groups."""
     sizes = grouped.size()
     if not isinstance(sizes, pd.Series):
@@ -162,7 +165,7 @@ def grouped_texts(grouped: DataFrameGroupBy | SeriesGroupBy, texts: Sequence[str
     return GroupedTexts(sizes.index, observed, groups)
 
 
-def by_groupby(data: pd.DataFrame, by: Any) -> DataFrameGroupBy:
+def by_groupby(data: pd.DataFrame, by: Any) -> DataFrameGroupBy[Any, Any]:
     """``data.groupby(by)`` as ``agg(by=...)`` groups: sorted keys, NA keys dropped, only categories with rows."""
     checked_keys(data.columns, by)
     return data.groupby(by, sort=True, dropna=True, observed=True)
