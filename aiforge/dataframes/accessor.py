@@ -13,7 +13,11 @@ on a Series, ``{value}`` (or the Series' name) is the value. ``agent=None`` buil
 ``run_batch``'s and go to it. On a provider that classifies by scoring (the embedded model), ``classify``, ``filter``
 and a label ``output=`` score each row rather than generate it (``LABELS_BY``), with a ``confidence`` per row.
 
-Importing this module registers the accessors (``aiforge`` imports it when pandas is imported).
+``agg`` reduces all the rows (or each group's, ``by=``) to one answer under ``CONTEXT_WINDOW``
+(``semantic.aggregate``); ``df.groupby(keys).aiforge.agg`` does it per group of a pandas groupby.
+
+Importing this module registers the accessors (``aiforge`` imports it when pandas is imported), and the
+``aiforge`` property of pandas' groupby objects (``GroupByOperations``).
 """
 
 from __future__ import annotations

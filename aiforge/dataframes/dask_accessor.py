@@ -1,4 +1,5 @@
-"""``ddf.aiforge``: map, classify, filter and extract on a Dask DataFrame, lazily, over ``partition_columns``.
+"""``ddf.aiforge``: map, classify, filter and extract on a Dask DataFrame, lazily, over ``partition_columns``;
+``agg``, computed at once: each partition's partial answers, folded on the client (``_agg_job``).
 
 Each operation is one ``map_partitions`` with the right ``meta``, so ``.compute()``, ``.persist()`` and
 ``.to_parquet()`` work and Dask's progress bar and dashboard show the partitions. It needs a

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.batch.identity import batch_identity
 from aiforge.batch.runner import KEPT_BATCHES, BatchInterrupted
 from aiforge.core.context_windows import context_window
+from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.output import OutputSpec
 from aiforge.core.types import AIForgeError, UsageError
 from aiforge.semantic.agg_chunks import ANSWERS, ROWS, ChunkBudget, Kind, TruncatedRowWarning, chunk_prompt, pack
@@ -198,13 +200,11 @@ def reduce_groups(
         items = folded
         kinds = dict.fromkeys(items, ANSWERS)
     if report.truncated:
-        import warnings
-
         warnings.warn(
             f"agg: {report.truncated} row(s) or partial answer(s) were longer than one request can hold under "
             f"CONTEXT_WINDOW={budget.window} and were cut to fit (ending with ' […]').",
             TruncatedRowWarning,
-            stacklevel=3,
+            stacklevel=_caller_stacklevel(),
         )
     with _kept_lock:
         _kept.pop(key, None)

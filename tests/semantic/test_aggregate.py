@@ -97,6 +97,15 @@ def test_context_windows_come_from_the_model_table_the_setting_or_the_default() 
     assert context_window("SmolLM2-135M-Instruct", embedded_context=4096) == 4096
 
 
+def test_the_embedded_model_window_is_the_context_its_engine_loads() -> None:
+    from aiforge import ChatAgent
+    from aiforge.semantic.aggregate import agent_context_window
+
+    assert agent_context_window(ChatAgent(provider="local", LOCAL_CONTEXT_SIZE=2048)) == 2048  # nothing loads
+    assert agent_context_window(ChatAgent(provider="local", LOCAL_CONTEXT_SIZE=2048, CONTEXT_WINDOW=1000)) == 1000
+    assert agent_context_window(ChatAgent(provider="scripted")) == DEFAULT_CONTEXT_WINDOW
+
+
 def test_a_long_column_is_folded_over_several_levels_every_request_under_the_window(srv: LLMServer) -> None:
     frame = reviews(400)
     answer = frame.aiforge.agg(PROMPT, **settings(srv))
