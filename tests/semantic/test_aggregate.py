@@ -147,6 +147,18 @@ def test_by_gives_one_answer_per_group_on_a_group_index_in_one_level(srv: LLMSer
     assert len(answers.attrs["aiforge"].levels) == 1 and srv.request_count == 3
 
 
+def test_groups_finishing_on_different_levels_each_end_with_one_typed_request(srv: LLMServer) -> None:
+    frame = reviews(260).assign(product=["big"] * 250 + ["small"] * 10)
+    answers = frame.aiforge.agg(PROMPT, by="product", output=Count, **settings(srv))
+
+    assert answers.to_dict() == {"big": Count(rows=250), "small": Count(rows=10)}
+    typed = [request for request in srv.requests if request.output_schema]
+    assert len(typed) == 2 and all("Answer for part" in r.last_user_text for r in typed[1:])
+    level0 = answers.attrs["aiforge"].levels[0]
+    assert len(level0.batches) == 2  # big's text chunks, and small's final typed one, on the same level
+    assert_every_request_under_the_window(srv)
+
+
 def test_groupby_agg_keeps_the_keys_a_multiindex_dropna_and_observed(srv: LLMServer) -> None:
     frame = reviews(10).assign(
         shop=pd.Categorical(["x", "y", None, "x", "y", "x", "x", "y", None, "x"], categories=["x", "y", "z"]),
