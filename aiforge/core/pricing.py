@@ -154,6 +154,11 @@ def _resolve(model: str, table: Mapping[str, T]) -> T | None:
     return None
 
 
+def resolve_model_entry(model: str, table: Mapping[str, T]) -> T | None:
+    """``table``'s entry for ``model``, found as prices are: name, dated snapshot, ``-latest``, provider prefix."""
+    return _resolve(model, table)
+
+
 @lru_cache(maxsize=1024)
 def _resolve_builtin(model: str) -> ModelPrice | None:
     return _resolve(model, _BUILTIN)

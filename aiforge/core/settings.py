@@ -127,6 +127,10 @@ class AIForgeSettings(BaseSettings):
     """Extra or overriding prices: model -> {input, output, cached_input, cache_write} USD per 1M tokens."""
     QUALITY_MODELS: dict[str, dict[str, str]] = Field(default_factory=dict)
     """Router overrides: provider -> {tier: model}."""
+    CONTEXT_WINDOW: int | None = Field(default=None, ge=1)
+    """Tokens a request may take, prompt and reserved answer (``MAX_TOKENS``) together: what ``agg`` packs rows
+    under. None takes the model's published window (``core.context_windows``), the embedded model's
+    ``LOCAL_CONTEXT_SIZE``, or 4096 for a model aiforge does not know."""
     CONTEXT_MAX_TOKENS: int = Field(default=1000, ge=50)
     """Token budget of a DataFrame described in a ``%%chat`` message (``{df}``); ``{df:full}`` sends it all."""
     PROGRESS_BAR: bool = True

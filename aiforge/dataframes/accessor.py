@@ -13,7 +13,11 @@ on a Series, ``{value}`` (or the Series' name) is the value. ``agent=None`` buil
 ``run_batch``'s and go to it. On a provider that classifies by scoring (the embedded model), ``classify``, ``filter``
 and a label ``output=`` score each row rather than generate it (``LABELS_BY``), with a ``confidence`` per row.
 
-Importing this module registers the accessors (``aiforge`` imports it when pandas is imported).
+``agg`` reduces all the rows (or each group's, ``by=``) to one answer under ``CONTEXT_WINDOW``
+(``semantic.aggregate``); ``df.groupby(keys).aiforge.agg`` does it per group of a pandas groupby.
+
+Importing this module registers the accessors (``aiforge`` imports it when pandas is imported), and the
+``aiforge`` property of pandas' groupby objects (``GroupByOperations``).
 """
 
 from __future__ import annotations
@@ -115,6 +119,28 @@ class _Operations:
         ranked.attrs[ATTRS_KEY] = run
         return ranked
 
+    def agg(
+        self,
+        prompt: str,
+        by: Any = None,
+        output: Any = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> Any:
+        """One answer for all the rows, reduced level by level under ``CONTEXT_WINDOW``; with ``by``, one per group.
+
+        The prompt names the columns to read (``{review}``), which read as their names in the instruction:
+        ``df.aiforge.agg("What do the {review}s complain about most?")``; on a Series ``{value}`` or no field.
+        Without ``by``: a ``str`` (its ``.attrs["aiforge"]`` is the ``AggReport``: levels, requests, cost), or the
+        ``output=`` value. With ``by`` (a column or a list): a Series indexed by group. ``cache=``,
+        ``checkpoint=`` (a directory), ``restart=``, ``max_cost=`` and ``dedup=`` go to each level's batch; the same
+        call after an interrupt asks only the unanswered chunks (``semantic.aggregate``).
+        """
+        from aiforge.dataframes.agg_frames import agg_answer
+
+        return agg_answer(self._data, prompt, by, output, agent, concurrency, settings)
+
     def _extract(
         self,
         items: pd.Series,
@@ -170,6 +196,42 @@ class SeriesOperations(_Operations):
     ) -> pd.DataFrame:
         """The fields of ``output`` (a type) extracted from each text value, on the Series' index."""
         return self._extract(self._data, output, agent, concurrency, settings)
+
+
+class GroupByOperations:
+    """``df.groupby(keys).aiforge`` and ``s.groupby(keys).aiforge``: ``agg`` per group.
+
+    pandas registers no accessors on groupby objects, so importing this module sets an ``aiforge`` property on
+    pandas' ``DataFrameGroupBy`` and ``SeriesGroupBy`` (unless they have one already).
+    """
+
+    def __init__(self, grouped: Any) -> None:
+        self._grouped = grouped
+
+    def agg(
+        self,
+        prompt: str,
+        output: Any = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.Series:
+        """One answer per group, a Series on the groupby's keys (a MultiIndex for several), ``dropna`` and
+        ``observed`` as pandas applies them: ``df.groupby("product").aiforge.agg("Top complaint in {review}")``."""
+        from aiforge.dataframes.agg_frames import agg_groups
+
+        return agg_groups(self._grouped, prompt, output, agent, concurrency, settings)
+
+
+def _install_groupby_accessor() -> None:
+    from pandas.api.typing import DataFrameGroupBy, SeriesGroupBy
+
+    for grouped in (DataFrameGroupBy, SeriesGroupBy):
+        if not hasattr(grouped, ATTRS_KEY):
+            setattr(grouped, ATTRS_KEY, property(GroupByOperations, doc=GroupByOperations.__doc__))
+
+
+_install_groupby_accessor()
 
 
 def _check_column(column: Any, columns: pd.Index) -> None:

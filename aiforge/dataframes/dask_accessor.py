@@ -1,4 +1,5 @@
-"""``ddf.aiforge``: map, classify, filter and extract on a Dask DataFrame, lazily, over ``partition_columns``.
+"""``ddf.aiforge``: map, classify, filter and extract on a Dask DataFrame, lazily, over ``partition_columns``;
+``agg``, computed at once: each partition's partial answers, folded on the client (``_agg_job``).
 
 Each operation is one ``map_partitions`` with the right ``meta``, so ``.compute()``, ``.persist()`` and
 ``.to_parquet()`` work and Dask's progress bar and dashboard show the partitions. It needs a
@@ -111,6 +112,19 @@ class DaskOperations:
         if column not in self._data.columns:
             raise UsageError(no_such_column("extract", column, self._data.columns))
         return self._new_columns("extract", concurrency, settings, output=output, column=column)
+
+    def agg(
+        self, prompt: str, by: Any = None, output: Any = None, concurrency: int = 10, **settings: Any
+    ) -> Any:
+        """One answer for all the rows (with ``by``, a pandas Series by group), computed now, not lazily.
+
+        Each partition reduces its rows to partial answers (one per group) with ``map_partitions``; the client
+        folds them into the answer, as ``df.aiforge.agg`` does: every request, on a worker or the client, fits
+        ``CONTEXT_WINDOW``. The answer's ``.attrs["aiforge"]`` is the ``AggReport`` of the fold, with the
+        partitions' spend in ``.partitions``. Options as ``df.aiforge.agg``'s (``checkpoint=`` a directory every
+        worker sees).
+        """
+        return _agg_job(self._data, prompt, by, output, concurrency, settings)
 
     def _new_columns(self, operation: str, concurrency: int, settings: dict[str, Any], **what: Any) -> dd.DataFrame:
         spec, job = self._job(operation, concurrency, settings, **what)
@@ -274,3 +288,122 @@ def _savings_from_report(report: list[Any]) -> Savings:
 def _keep_job(series: dd.Series, source: Any) -> dd.Series:
     setattr(series, JOB_ATTRIBUTE, getattr(source, JOB_ATTRIBUTE))
     return series
+
+
+PARTIAL_COLUMN = "partial"
+"""The column of a partition's partial answers (one row per group) in ``ddf.aiforge.agg``."""
+_SPENT_COLUMNS = ("requests", "tokens", "cost", "largest_request")
+
+
+@dataclass(frozen=True)
+class AggPartitionSpec:
+    """What each partition of ``ddf.aiforge.agg`` reduces its rows with, picklable (never a key)."""
+
+    prompt: str
+    by: tuple[Any, ...]
+    settings: dict[str, Any]
+    options: dict[str, Any]
+
+
+def _agg_job(data: dd.DataFrame, prompt: str, by: Any, output: Any, concurrency: int, settings: dict[str, Any]) -> Any:
+    from aiforge.dataframes.agg_frames import (
+        AggText,
+        agent_for,
+        by_groupby,
+        checked_keys,
+        grouped_texts,
+        instruction_for,
+    )
+    from aiforge.semantic.agg_chunks import ANSWERS
+    from aiforge.semantic.aggregate import PartitionTotals, check_groups, reduce_groups
+
+    instruction = instruction_for(data._meta, prompt)
+    keys = () if by is None else tuple(checked_keys(data.columns, by))
+    spec, job = _agg_spec(prompt, keys, concurrency, settings)
+    meta = data._meta[list(keys)].iloc[:0].assign(**{PARTIAL_COLUMN: pd.Series([], dtype=object)})
+    meta = meta.assign(**{name: pd.Series([], dtype=float) for name in _SPENT_COLUMNS})
+    partials: pd.DataFrame = data.map_partitions(_partition_partials, spec, job, meta=meta).compute()
+    totals = PartitionTotals(
+        data.npartitions, int(partials["requests"].sum()), int(partials["tokens"].sum()),
+        float(partials["cost"].sum()), int(partials["largest_request"].max()) if len(partials) else 0,
+    )
+    agent, options = agent_for(None, dict(spec.settings)), spec.options
+    texts = [None if pd.isna(text) else text for text in partials[PARTIAL_COLUMN].tolist()]
+    if keys:
+        groups = grouped_texts(by_groupby(partials, list(keys)), texts)
+        check_groups(groups.texts)
+        answers, report = reduce_groups(
+            agent, instruction.text, groups.texts, kind=ANSWERS, output=output, concurrency=concurrency, options=options
+        )
+        result: Any = groups.series(answers, typed=output is not None)
+    else:
+        found = [text for text in texts if text is not None]
+        check_groups([found])
+        answers, report = reduce_groups(
+            agent, instruction.text, [found], kind=ANSWERS, output=output, concurrency=concurrency, options=options
+        )
+        result = answers[0] if output is not None else AggText(answers[0])
+    report.partitions = totals
+    if isinstance(result, pd.Series | AggText):
+        result.attrs = {ATTRS_KEY: report}
+    return result
+
+
+def _agg_spec(
+    prompt: str, keys: tuple[Any, ...], concurrency: int, settings: dict[str, Any]
+) -> tuple[AggPartitionSpec, DaskJob]:
+    """The partitions' spec (settings checked for keys) and the job holding their concurrency semaphore."""
+    from aiforge.dataframes.agg_frames import split_settings
+
+    secret = [name for name in settings if "api_key" in name.lower()]
+    if secret:
+        raise UsageError(
+            f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
+            "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
+        )
+    agent_settings = dict(settings)
+    options = split_settings(agent_settings)
+    spec = AggPartitionSpec(prompt, keys, agent_settings, options)
+    from distributed import Semaphore, get_client
+
+    try:
+        client = get_client()
+    except ValueError:
+        raise UsageError(
+            "ddf.aiforge needs a distributed Client (Client() or Client(LocalCluster())): "
+            "the job's concurrency limit lives on its scheduler."
+        ) from None
+    threads = max(sum(client.nthreads().values()), 1)
+    job = DaskJob(f"aiforge-agg-{uuid.uuid4().hex[:12]}", concurrency, max(concurrency // threads, 1))
+    Semaphore(max_leases=concurrency, name=job.semaphore)
+    return spec, job
+
+
+def _partition_partials(part: pd.DataFrame, spec: AggPartitionSpec, job: DaskJob) -> pd.DataFrame:
+    """One partial answer per group of ``part`` (``final=False``: it is folded with the other partitions'),
+    with what the partition spent on its first row."""
+    from aiforge.batch.embedded import stay_quiet
+    from aiforge.dataframes.agg_frames import by_groupby, grouped_texts, instruction_for, row_texts
+    from aiforge.dataframes.partition import process_agent
+    from aiforge.semantic.aggregate import reduce_groups
+
+    stay_quiet()
+    instruction = instruction_for(part, spec.prompt)
+    texts = row_texts(part, instruction)
+    if spec.by:
+        groups = grouped_texts(by_groupby(part, list(spec.by)), texts)
+        keys = groups.index[groups.observed].to_frame(index=False)
+        group_texts = groups.texts
+    else:
+        keys = pd.DataFrame(index=range(1))
+        group_texts = [[text for text in texts if text is not None]]
+    with _leases(job, sum(map(len, group_texts))) as held:
+        answers, report = reduce_groups(
+            process_agent(spec.settings), instruction.text, group_texts, final=False, concurrency=held,
+            options=spec.options,
+        )
+    frame = keys.assign(**{PARTIAL_COLUMN: pd.Series(answers, index=keys.index, dtype=object)})
+    spent = [report.requests, report.total_tokens, report.total_cost, report.largest_request]
+    for name, value in zip(_SPENT_COLUMNS, spent, strict=True):
+        frame[name] = [float(value)] + [0.0] * (len(frame) - 1)
+    return frame

@@ -1,0 +1,318 @@
+"""``agg``: groups of rows of any length, each reduced to one answer by a tree of requests under the context window.
+
+Level 0 packs each group's rows into chunks (``agg_chunks``), each answered; while a group has more than one
+answer, its answers are packed into fold chunks and answered again, level by level, until one remains. Every
+level is one ``run_batch`` over the chunk prompts of all unfinished groups (its concurrency, cache, checkpoint,
+budget, progress and per-chunk failures), two when ``output=`` is given and some groups finish on that level
+while others go on: a group's last request answers in ``output=``, every request below it in text.
+
+Resuming. The chunk answers of a call are kept in this process under the call's identity (its rows, prompt,
+window, output and the agent's settings) until the call finishes: the same call after Ctrl-C, a failed chunk or
+a spent ``max_cost`` asks only the chunks not answered (an interrupted level's finished chunks are kept by
+``run_batch`` itself). ``checkpoint=`` names a directory where each level's batch keeps a checkpoint file named
+by its prompts, so a new process (a restarted kernel, ``kill -9``) rebuilds the same levels from the files.
+A chunk that fails ends the call with ``AggregationError`` once its level has run: folding without it would
+answer for rows it never read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import warnings
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiforge.batch.identity import batch_identity
+from aiforge.batch.runner import KEPT_BATCHES, BatchInterrupted
+from aiforge.core.context_windows import context_window
+from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.output import OutputSpec
+from aiforge.core.types import AIForgeError, UsageError
+from aiforge.semantic.agg_chunks import ANSWERS, ROWS, ChunkBudget, Kind, TruncatedRowWarning, chunk_prompt, pack
+
+if TYPE_CHECKING:
+    from aiforge.batch.results import BatchFailure, BatchResult
+    from aiforge.chat.agent import ChatAgent
+    from aiforge.chat.response import ChatResponse
+
+
+@dataclass
+class AggLevel:
+    """One level of the tree: how many chunks it had and the batches that answered them (none when every chunk's
+    answer was kept from an earlier run of the same call)."""
+
+    level: int
+    chunks: int
+    batches: list[BatchResult] = field(default_factory=list)
+
+    @property
+    def requests(self) -> int:
+        """Requests this level made (cache hits, duplicates and kept answers are not requests)."""
+        return sum(sum(not getattr(r, "cached", False) for r in batch.results) for batch in self.batches)
+
+
+@dataclass
+class PartitionTotals:
+    """What the partitions of a Dask ``agg`` spent reducing their own rows, before the fold across them."""
+
+    partitions: int = 0
+    requests: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    largest_request: int = 0
+    """Estimated tokens of the largest request any partition built."""
+
+
+@dataclass
+class AggReport:
+    """What an ``agg`` call did: its levels and batches, their costs and tokens summed; ``result.attrs["aiforge"]``."""
+
+    context_window: int
+    """The ``CONTEXT_WINDOW`` requests were packed under."""
+    request_limit: int
+    """The most tokens a request was estimated at: the window less ``agg_chunks.SAFETY_MARGIN``."""
+    levels: list[AggLevel] = field(default_factory=list)
+    largest_request: int = 0
+    """Estimated tokens (``core.tokens``) of the largest request built, answer reserved: at most ``request_limit``."""
+    truncated: int = 0
+    """Rows or partial answers cut to fit a request (``TruncatedRowWarning``)."""
+    partitions: PartitionTotals | None = None
+    """On Dask: what the partitions spent below ``levels`` (the fold across them); added into the totals."""
+
+    @property
+    def batches(self) -> list[BatchResult]:
+        return [batch for level in self.levels for batch in level.batches]
+
+    @property
+    def total_cost(self) -> float:
+        """USD of every level's requests (a Dask job's partitions' included)."""
+        below = 0.0 if self.partitions is None else self.partitions.cost
+        return below + sum(batch.total_cost for batch in self.batches)
+
+    @property
+    def total_tokens(self) -> int:
+        """Input and output tokens of every level's requests (a Dask job's partitions' included)."""
+        below = 0 if self.partitions is None else self.partitions.tokens
+        return below + sum(batch.total_tokens for batch in self.batches)
+
+    @property
+    def requests(self) -> int:
+        """Requests made (a Dask job's partitions' included)."""
+        below = 0 if self.partitions is None else self.partitions.requests
+        return below + sum(level.requests for level in self.levels)
+
+    @property
+    def chunks(self) -> int:
+        """Chunk prompts over all levels (each a request, unless answered by the cache or an earlier run)."""
+        return sum(level.chunks for level in self.levels)
+
+    def __repr__(self) -> str:
+        shape = " -> ".join(str(level.chunks) for level in self.levels)
+        return (
+            f"AggReport(levels={len(self.levels)}, chunks={shape}, requests={self.requests}, "
+            f"total_tokens={self.total_tokens}, total_cost={self.total_cost:.6f}, "
+            f"largest_request={self.largest_request}/{self.context_window}, truncated={self.truncated})"
+        )
+
+
+class AggregationError(AIForgeError):
+    """Chunks of an ``agg`` level failed (``failed``); the answered ones are kept, so the same call asks only those."""
+
+    def __init__(self, message: str, *, failed: Sequence[BatchFailure], report: AggReport) -> None:
+        super().__init__(message)
+        self.failed = list(failed)
+        self.report = report
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    group: int
+    prompt: str
+    last: bool
+    """The group's only chunk on this level: its answer is the group's."""
+
+
+_kept: OrderedDict[str, dict[tuple[str, bool], ChatResponse]] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+def agent_context_window(agent: ChatAgent) -> int:
+    """The window ``agent``'s requests must fit: ``CONTEXT_WINDOW``, the embedded engine's context, the model's."""
+    from aiforge.providers import is_embedded
+
+    settings = agent.settings
+    embedded = settings.LOCAL_CONTEXT_SIZE if is_embedded(agent.provider_name) else None
+    return context_window(agent.model, settings.CONTEXT_WINDOW, embedded_context=embedded)
+
+
+def reduce_groups(
+    agent: ChatAgent,
+    instruction: str,
+    groups: Sequence[Sequence[str]],
+    *,
+    kind: Kind = ROWS,
+    final: bool = True,
+    output: Any = None,
+    concurrency: int = 10,
+    options: Mapping[str, Any] | None = None,
+) -> tuple[list[Any], AggReport]:
+    """One answer per group of ``groups`` (rows, or with ``kind="answers"`` partial answers to fold), and the report.
+
+    ``final=False`` leaves each group's answer a partial one, to be folded with others (a Dask partition's);
+    ``output=`` types the final answers. ``options`` are ``run_batch``'s ``cache``, ``checkpoint`` (a directory
+    here), ``restart``, ``max_cost`` (for the whole call) and ``dedup``. A group with no item answers None.
+
+    >>> from aiforge import ChatAgent
+    >>> from aiforge.providers.scripted import ScriptedProvider
+    >>> agent = ChatAgent(provider=ScriptedProvider(default="all fine"), memory="none", PROGRESS_BAR=False)
+    >>> reduce_groups(agent, "What do these reviews say?", [["good", "great"]])[0]
+    ['all fine']
+    """
+    options = dict(options or {})
+    spec = None if output is None else OutputSpec.of(output)
+    system_prompt, tools = agent._request_context()
+    budget = ChunkBudget.of(
+        agent_context_window(agent), instruction, system_prompt=system_prompt, tools=tools,
+        schema=None if spec is None else spec.wire_schema, max_tokens=agent.settings.MAX_TOKENS,
+    )
+    budget.check()
+    report = AggReport(budget.window, budget.limit)
+    key = _call_key(agent, instruction, groups, kind, final, spec, budget.window)
+    answers = _kept_answers(key, restart=bool(options.get("restart")))
+    results: list[Any] = [None] * len(groups)
+    items = {g: list(texts) for g, texts in enumerate(groups) if texts}
+    kinds = dict.fromkeys(items, kind)
+    while items:
+        chunks = _level_chunks(items, kinds, budget, final, report)
+        level = AggLevel(len(report.levels), len(chunks))
+        report.levels.append(level)
+        replies = _run_level(agent, chunks, level, answers, spec if final else None, concurrency, options, report)
+        folded: dict[int, list[str]] = {}
+        for chunk, reply in zip(chunks, replies, strict=True):
+            if chunk.last:
+                results[chunk.group] = reply
+            else:
+                folded.setdefault(chunk.group, []).append(reply)
+        items = folded
+        kinds = dict.fromkeys(items, ANSWERS)
+    if report.truncated:
+        warnings.warn(
+            f"agg: {report.truncated} row(s) or partial answer(s) were longer than one request can hold under "
+            f"CONTEXT_WINDOW={budget.window} and were cut to fit (ending with ' […]').",
+            TruncatedRowWarning,
+            stacklevel=_caller_stacklevel(),
+        )
+    with _kept_lock:
+        _kept.pop(key, None)
+    return results, report
+
+
+def _level_chunks(
+    items: dict[int, list[str]], kinds: dict[int, Kind], budget: ChunkBudget, final: bool, report: AggReport
+) -> list[_Chunk]:
+    chunks: list[_Chunk] = []
+    for group, texts in items.items():
+        packed = pack(texts, kinds[group], budget.room(kinds[group]))
+        report.truncated += packed.truncated
+        last = len(packed.chunks) == 1
+        for part in packed.chunks:
+            prompt = chunk_prompt(budget.instruction, kinds[group], part, final=final and last)
+            report.largest_request = max(report.largest_request, budget.request_tokens(prompt))
+            chunks.append(_Chunk(group, prompt, last))
+    return chunks
+
+
+def _run_level(
+    agent: ChatAgent,
+    chunks: list[_Chunk],
+    level: AggLevel,
+    answers: dict[tuple[str, bool], ChatResponse],
+    spec: OutputSpec | None,
+    concurrency: int,
+    options: dict[str, Any],
+    report: AggReport,
+) -> list[Any]:
+    """Each chunk's answer (text, or ``spec``'s value for a group's last chunk); asks the chunks not kept."""
+    typed = [spec is not None and chunk.last for chunk in chunks]
+    for wants_output in (False, True):
+        todo = list(dict.fromkeys(c.prompt for c, t in zip(chunks, typed, strict=True) if t == wants_output))
+        todo = [prompt for prompt in todo if (prompt, wants_output) not in answers]
+        if todo:
+            batch = _run_batch(agent, todo, level, spec if wants_output else None, concurrency, options, report)
+            for position, result in zip(batch.indices, batch.results, strict=True):
+                answers[todo[position], wants_output] = result
+            if batch.failed:
+                first = batch.failed[0].error
+                raise AggregationError(
+                    f"agg: {len(batch.failed)} of {len(todo)} chunks at level {level.level} failed (first: "
+                    f"{type(first).__name__}: {first}); the answered chunks are kept: run the same call again to "
+                    "ask only the failed ones.",
+                    failed=batch.failed,
+                    report=report,
+                )
+    return [
+        reply.output if t else reply.message
+        for reply, t in ((answers[c.prompt, t], t) for c, t in zip(chunks, typed, strict=True))
+    ]
+
+
+def _run_batch(
+    agent: ChatAgent,
+    prompts: list[str],
+    level: AggLevel,
+    spec: OutputSpec | None,
+    concurrency: int,
+    options: dict[str, Any],
+    report: AggReport,
+) -> BatchResult:
+    batch_options = {name: value for name, value in options.items() if name in ("cache", "restart", "dedup")}
+    if options.get("max_cost") is not None:
+        batch_options["max_cost"] = max(options["max_cost"] - report.total_cost, 0.0)
+    if options.get("checkpoint") is not None:
+        folder = Path(options["checkpoint"])
+        folder.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256("\0".join(prompts).encode()).hexdigest()[:20]
+        batch_options["checkpoint"] = folder / f"agg-level{level.level}-{digest}.sqlite"
+    try:
+        batch: BatchResult = agent.run_batch(
+            prompts, concurrency, max(len(prompts), 1), output=None if spec is None else spec, **batch_options
+        )
+    except BatchInterrupted as stop:
+        raise BatchInterrupted(
+            f"agg interrupted at level {level.level}: {stop.finished} of its {stop.total} chunk requests finished; "
+            "they and every answer of the levels below are kept: run the same call again to ask only the others.",
+            finished=stop.finished,
+            total=stop.total,
+        ) from None
+    level.batches.append(batch)
+    return batch
+
+
+def _call_key(
+    agent: ChatAgent, instruction: str, groups: Sequence[Sequence[str]], kind: Kind, final: bool,
+    spec: OutputSpec | None, window: int,
+) -> str:
+    """The identity of an ``agg`` call: its rows, instruction, shape, window and the agent's settings."""
+    head = [f"agg kind={kind} final={final} window={window}", instruction]
+    rows = [text for texts in groups for text in (f"group of {len(texts)}", *texts)]
+    return batch_identity(agent, [*head, *rows], spec).key
+
+
+def _kept_answers(key: str, *, restart: bool) -> dict[tuple[str, bool], ChatResponse]:
+    """The chunk answers an unfinished earlier run of call ``key`` kept in this process (kept from now on too)."""
+    with _kept_lock:
+        answers = {} if restart else _kept.pop(key, {})
+        _kept[key] = answers
+        while len(_kept) > KEPT_BATCHES:
+            _kept.popitem(last=False)
+    return answers
+
+
+def check_groups(groups: Sequence[Sequence[str]]) -> None:
+    """A ``UsageError`` when there is nothing to aggregate: no group, or no group with a row."""
+    if not any(groups):
+        raise UsageError("agg: there are no rows to aggregate (the frame is empty, or every row's value is missing).")
