@@ -24,6 +24,7 @@ from aiforge.chat.structured import TurnOutcome
 from aiforge.core.output import OutputSpec
 from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import Message, TraceRecord
+from aiforge.core.waits import since_turn_start_ms
 from aiforge.store import ResponseCache, reply_fingerprint
 from aiforge.store.fingerprint import numbered_tool_ids
 
@@ -126,7 +127,8 @@ def lookup(
             {
                 "step": CACHE_STEP, "node": CACHE_STEP, "name": "hit", "model": payload["model"],
                 "input_tokens": payload["input_tokens"], "output_tokens": payload["output_tokens"],
-                "cost": 0.0, "cached_cost": cost, "latency_ms": (time.perf_counter() - started) * 1000.0,
+                "cost": 0.0, "cached_cost": cost, "start_ms": since_turn_start_ms(started) or 0.0,
+                "latency_ms": (time.perf_counter() - started) * 1000.0,
             }
         ],
     )
@@ -135,6 +137,6 @@ def lookup(
 
 def cache_marks(trace: list[TraceRecord]) -> dict[str, Any]:
     """``ChatResponse`` fields of a turn served from the cache (none for a turn that ran)."""
-    if trace and trace[0]["step"] == CACHE_STEP:
-        return {"cached": True, "cached_cost": trace[0]["cached_cost"]}
-    return {}
+    # A batch row's wait for a worker may come first.
+    hit = next((r for r in trace if r["step"] == CACHE_STEP), None)
+    return {} if hit is None else {"cached": True, "cached_cost": hit["cached_cost"]}

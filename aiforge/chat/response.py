@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from aiforge.core.output import OutputSpec
+    from aiforge.core.timeline import Timeline
     from aiforge.core.types import TraceRecord
 else:
     # What pydantic checks a record against: a dict, every key kept. (``TraceRecord`` is a dict at run time;
@@ -222,6 +223,16 @@ class ChatResponse(BaseModel):
         import pandas as pd
 
         return pd.DataFrame([{c: rec.get(c) for c in TRACE_COLUMNS} for rec in self.trace], columns=TRACE_COLUMNS)
+
+    def timeline(self) -> Timeline:
+        """This turn's steps on a time axis (model calls, tools, retries, waits): HTML bars in a notebook.
+
+        >>> response = agent.chat("What is 2*21?")          # doctest: +SKIP
+        >>> response.timeline()                             # a cell shows the bars; .to_frame() the steps
+        """
+        from aiforge.core.timeline import turn_timeline
+
+        return turn_timeline(self.trace, label=self.trace_id, latency_ms=self.latency_ms, queue_ms=self.queue_ms)
 
     def _footer(self) -> str:
         parts = [
