@@ -12,7 +12,7 @@ time (the user waits for this request, not for other ones). So the backoff stays
 shows it as a ``retry`` step, apart from the model call's answer.
 
 The record also collects the trace steps that happen below the chat graph, where no node sees them: each wait
-(``wait`` records of at least ``MIN_TRACED_WAIT_MS``) and each retry (``retry`` records); the turn merges them
+(``wait`` records) and each retry (``retry`` records); the turn merges them
 into its trace by their ``start_ms``, the offset from the turn's start (``origin``).
 
 The record travels in a context variable: set when the turn starts, it is seen by the pacer and the
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from aiforge.core.types import TraceRecord
 
 MIN_TRACED_WAIT_MS = 1.0
-"""Shorter waits (a thread pool's hand-over, a worker free at once) count in ``queue_ms`` but get no trace step."""
+"""Shorter waits (a thread pool's hand-over, a worker free at once) count in ``queue_ms`` but get no trace step
+(so a batch's timeline may place a row up to this early: its wait for a worker says where its turn starts)."""
 ERROR_CHARS = 300
 """A retry record keeps this much of its error's text."""
 

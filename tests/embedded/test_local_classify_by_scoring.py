@@ -60,5 +60,6 @@ def test_filter_scores_true_or_false(agent: ChatAgent) -> None:
     happy = REVIEWS.aiforge.filter("Is the reviewer happy with the product?\n\n{review}", agent=agent, concurrency=1)
     batch = happy.attrs["aiforge"]
     assert set(happy.index) <= set(REVIEWS.index) and not batch.failed
-    assert all(r.trace[0]["name"] == "score_labels" and r.output in (True, False) for r in batch.results)
+    scored = [next(x for x in r.trace if x["step"] == "model") for r in batch.results]  # after a wait for a worker
+    assert all(x["name"] == "score_labels" for x in scored) and all(r.output in (True, False) for r in batch.results)
     assert str(batch.to_dataframe()["output"].dtype) == "boolean"
