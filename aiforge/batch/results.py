@@ -20,9 +20,8 @@ from aiforge.core.types import AIForgeError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from aiforge.core.timeline import Order, Timeline
-
     from aiforge.batch.cascade_report import CascadeReport
+    from aiforge.core.timeline import Order, Timeline
 
 
 class BatchItem(Protocol):

@@ -24,7 +24,7 @@ from aiforge.chat.structured import TurnOutcome
 from aiforge.core.output import OutputSpec
 from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import Message, TraceRecord
-from aiforge.core.waits import since_turn_start_ms
+from aiforge.core.waits import stamped
 from aiforge.store import ResponseCache, reply_fingerprint
 from aiforge.store.fingerprint import numbered_tool_ids
 
@@ -124,12 +124,11 @@ def lookup(
         confidence=payload.get("confidence"),
         label_probabilities=payload.get("label_probabilities"),
         trace=[
-            {
+            stamped({
                 "step": CACHE_STEP, "node": CACHE_STEP, "name": "hit", "model": payload["model"],
                 "input_tokens": payload["input_tokens"], "output_tokens": payload["output_tokens"],
-                "cost": 0.0, "cached_cost": cost, "start_ms": since_turn_start_ms(started) or 0.0,
-                "latency_ms": (time.perf_counter() - started) * 1000.0,
-            }
+                "cost": 0.0, "cached_cost": cost, "latency_ms": (time.perf_counter() - started) * 1000.0,
+            }, started)
         ],
     )
     return CachedTurn(cache, key, outcome)

@@ -119,7 +119,8 @@ class ChatResponse(BaseModel):
     """The turn's own time in milliseconds: from its start to the reply, its waits (``queue_ms``) left out."""
     queue_ms: float = 0.0
     """Milliseconds the turn waited for its turn: a batch item for a free worker (``concurrency``), a request
-    for the rate pacer (``RPM`` / ``TPM``, a 429's pause) or for the embedded model's one decoding slot."""
+    for the rate pacer (``RPM`` / ``TPM``, a 429's pause) or for the embedded model's one decoding slot. A retry's
+    backoff is not a wait for a turn: it is in ``latency_ms`` (``timeline()`` shows it as a ``retry`` step)."""
     provider: str = ""
     priced: bool = True
     """False when a model of this turn is missing from the price table (cost undercounted)."""
@@ -138,7 +139,8 @@ class ChatResponse(BaseModel):
     label_probabilities: dict[str, float] | None = None
     """Each label's probability as the scored row's answer, as the model gave it (before ``calibrate=True``)."""
     trace: list[TraceRecord] = Field(default_factory=list, repr=False)
-    """One record per step: model calls and tool calls, in order."""
+    """One record per step, in order: model calls, tool calls, and the retries and waits inside them
+    (``core.types.TraceRecord``); ``timeline()`` shows them on a time axis."""
 
     def to_text(self) -> str:
         return self.message

@@ -18,7 +18,7 @@ from aiforge.chat.runtime import final_call_truncated
 from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
 from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import Message, ToolResult, TraceRecord
-from aiforge.core.waits import since_turn_start_ms
+from aiforge.core.waits import stamped
 
 VALIDATION_STEP: Final = "validation"
 
@@ -126,16 +126,10 @@ def _retry_state(state: ChatAgentState, final: ChatAgentState, feedback: str) ->
 def _validation_record(
     spec: OutputSpec, attempt: int, reply: str, error: OutputValidationError | None, started: float
 ) -> TraceRecord:
-    return {
+    record: TraceRecord = {
         "step": VALIDATION_STEP, "node": "validate", "name": spec.name, "attempt": attempt,
         "output": reply, "error": str(error) if error else None,
         "errors": error.errors if error else [],
         "latency_ms": (time.perf_counter() - started) * 1000.0,
-        **_start(started),
     }
-
-
-def _start(started: float) -> dict[str, float]:
-    """The ``start_ms`` of a record begun at ``started`` inside a turn (none outside one)."""
-    start_ms = since_turn_start_ms(started)
-    return {} if start_ms is None else {"start_ms": start_ms}
+    return stamped(record, started)

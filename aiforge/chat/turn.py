@@ -21,7 +21,7 @@ from aiforge.chat.response import ChatResponse, ToolCallRecord
 from aiforge.chat.runtime import ToolEvent, Turn, final_call_truncated
 from aiforge.chat.scored_turn import scored_outcome
 from aiforge.chat.structured import TurnOutcome, output_spec, run_turn
-from aiforge.core.timeline import with_steps
+from aiforge.core.trace_steps import with_steps
 from aiforge.core.types import Message, UsageError
 
 if TYPE_CHECKING:

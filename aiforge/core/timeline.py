@@ -3,7 +3,8 @@
 Built from the trace records that already exist (``core.types.TraceRecord``): model calls, tool calls, retries,
 waits, cache hits and validations, each at its ``start_ms`` for ``latency_ms``. A batch lays its rows' turns on the
 batch's axis: a row's turn starts when its wait for a free worker ends, and that wait is measured from the batch's
-start (``batch.runner``), so each row is shifted by it. Pure data here; the HTML is ``core.timeline_html``.
+start (``batch.runner``), so each row is shifted by it. The steps are ``core.trace_steps``; the HTML is
+``core.timeline_html``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from aiforge.core.timeline_html import timeline_html
+from aiforge.core.trace_steps import Lane, Step, span_of, steps_of, turn_shift
 from aiforge.core.types import TraceRecord, UsageError
 
 if TYPE_CHECKING:
@@ -28,120 +31,6 @@ FRAME_DTYPES: dict[str, str] = {
     "cost": "Float64", "finish_reason": "string", "attempt": "Int64", "error": "string",
 }
 """The columns of ``Timeline.to_frame()`` and their pandas dtypes."""
-
-
-def with_steps(trace: list[TraceRecord], steps: Sequence[TraceRecord]) -> list[TraceRecord]:
-    """``trace`` with ``steps`` (waits and retries, from ``core.waits``) placed by their ``start_ms``.
-
-    Each step goes before the first record that started after it; records without a ``start_ms`` keep their
-    place. A model call starts before the waits and retries inside it, so they follow it.
-
-    >>> with_steps([{"step": "model", "node": "route", "name": "chat", "start_ms": 0.0}],
-    ...            [{"step": "wait", "node": "queue", "name": "worker", "start_ms": -5.0}])[0]["name"]
-    'worker'
-    """
-    if not steps:
-        return trace
-    merged = list(trace)
-    for step in steps:
-        start = step.get("start_ms", 0.0)
-        at = next((i for i, r in enumerate(merged) if r.get("start_ms", start) > start), len(merged))
-        merged.insert(at, step)
-    return merged
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One step on a timeline: what ran, when (``start_ms`` on the timeline's axis) and for how long."""
-
-    kind: str
-    """``model``, ``tool``, ``retry``, ``wait``, ``cache``, ``validation`` or ``context``."""
-    name: str
-    """A model call's node (``route``, ``process_result``, ``summary``), a tool's name, a wait's reason
-    (``worker``, ``pacer``, ``engine``), a retry's error class, a cache hit's kind (``hit``, ``duplicate``)."""
-    start_ms: float
-    duration_ms: float
-    model: str | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cached_tokens: int | None = None
-    """Input tokens read from the provider's prompt cache."""
-    cost: float | None = None
-    finish_reason: str | None = None
-    attempt: int | None = None
-    """A retry's failed attempt (from 1)."""
-    error: str | None = None
-
-    @property
-    def end_ms(self) -> float:
-        return self.start_ms + self.duration_ms
-
-
-def steps_of(trace: Iterable[TraceRecord], shift_ms: float = 0.0) -> list[Step]:
-    """The steps of one turn's trace, by start; records of older traces (no ``start_ms``) follow each other."""
-    steps: list[Step] = []
-    cursor = 0.0
-    for record in trace:
-        duration = float(record.get("latency_ms") or 0.0)
-        start = float(record.get("start_ms", cursor))
-        cursor = max(cursor, start + duration)
-        steps.append(_step(record, start + shift_ms, duration))
-    return sorted(steps, key=lambda s: s.start_ms)
-
-
-def _step(record: TraceRecord, start_ms: float, duration_ms: float) -> Step:
-    kind = record["step"]
-    error = record.get("error")
-    return Step(
-        kind=kind,
-        name=record.get("node", "") if kind == "model" else record.get("name", ""),
-        start_ms=start_ms,
-        duration_ms=duration_ms,
-        model=record.get("model"),
-        input_tokens=record.get("input_tokens"),
-        output_tokens=record.get("output_tokens"),
-        cached_tokens=record.get("cached_input_tokens"),
-        cost=record.get("cost"),
-        finish_reason=record.get("finish_reason"),
-        attempt=record.get("attempt"),
-        error=None if error is None else str(error),
-    )
-
-
-def _turn_shift(trace: Sequence[TraceRecord]) -> float:
-    """How far a turn's records move so its earliest (a batch row's wait for a worker) starts at 0."""
-    earliest = min((r["start_ms"] for r in trace if "start_ms" in r), default=0.0)
-    return max(0.0, -earliest)
-
-
-@dataclass(frozen=True, slots=True)
-class Lane:
-    """One turn on a timeline (a batch row), or a row that failed without one (``error``)."""
-
-    label: Any
-    steps: tuple[Step, ...] = ()
-    latency_ms: float | None = None
-    """The turn's own time (``ChatResponse.latency_ms``)."""
-    queue_ms: float = 0.0
-    """What it waited for its turn (``ChatResponse.queue_ms``)."""
-    error: str | None = None
-    """Why the row has no turn: its error."""
-
-    @property
-    def cost(self) -> float:
-        return sum(s.cost or 0.0 for s in self.steps)
-
-    @property
-    def input_tokens(self) -> int:
-        return sum(s.input_tokens or 0 for s in self.steps if s.kind == "model")
-
-    @property
-    def output_tokens(self) -> int:
-        return sum(s.output_tokens or 0 for s in self.steps if s.kind == "model")
-
-    @property
-    def end_ms(self) -> float:
-        return max((s.end_ms for s in self.steps), default=0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +71,7 @@ class Timeline:
     @property
     def span_ms(self) -> float:
         """The axis' length: the latest end of a step (or the batch's wall time when longer)."""
-        return max([lane.end_ms for lane in self.lanes] + [self.wall_ms or 0.0])
+        return span_of(self.lanes, self.wall_ms)
 
     def to_frame(self) -> pd.DataFrame:
         """Every step of every lane as a DataFrame (``FRAME_DTYPES``): ``row`` is the lane's label.
@@ -199,9 +88,7 @@ class Timeline:
         return pd.DataFrame(rows, columns=columns).astype(FRAME_DTYPES)
 
     def _repr_html_(self) -> str:
-        from aiforge.core.timeline_html import timeline_html
-
-        return timeline_html(self)
+        return timeline_html(self.kind, self.lanes, self.shown, order=self.order, wall_ms=self.wall_ms)
 
     def __repr__(self) -> str:
         steps = self.steps
@@ -214,7 +101,7 @@ def turn_timeline(
     trace: Sequence[TraceRecord], *, label: Any, latency_ms: float | None = None, queue_ms: float = 0.0
 ) -> Timeline:
     """The timeline of one turn's trace (``ChatResponse.timeline()``): one lane, its steps from 0."""
-    lane = Lane(label, tuple(steps_of(trace, _turn_shift(trace))), latency_ms, queue_ms)
+    lane = Lane(label, tuple(steps_of(trace, turn_shift(trace))), latency_ms, queue_ms)
     return Timeline((lane,))
 
 
@@ -246,6 +133,6 @@ def _row_lane(label: Any, result: Any, error: str | None) -> Lane:
         return Lane(label, error=error)
     trace: Sequence[TraceRecord] = getattr(result, "trace", None) or ()
     return Lane(
-        label, tuple(steps_of(trace, _turn_shift(trace))), getattr(result, "latency_ms", None),
+        label, tuple(steps_of(trace, turn_shift(trace))), getattr(result, "latency_ms", None),
         getattr(result, "queue_ms", 0.0) or 0.0,
     )

@@ -8,11 +8,10 @@ survives a sanitizer still lines up. Every text from a trace (tool names, errors
 from __future__ import annotations
 
 import html
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 
-if TYPE_CHECKING:
-    from aiforge.core.timeline import Lane, Step, Timeline
+from aiforge.core.trace_steps import Lane, Step, span_of
 
 COLOURS = {
     "model": "var(--jp-brand-color1, #1976d2)",
@@ -25,7 +24,10 @@ COLOURS = {
 }
 ERROR_COLOUR = "var(--jp-error-color1, #d32f2f)"
 TRACK = "background: var(--jp-layout-color2, #eeeeee); display: flex; height: 14px; min-width: 160px"
-CELL = "padding: 2px 6px; text-align: left; white-space: nowrap; border-bottom: 1px solid var(--jp-border-color2, #e0e0e0)"
+CELL = (
+    "padding: 2px 6px; font-size: 12px; text-align: left; white-space: nowrap; "
+    "border-bottom: 1px solid var(--jp-border-color2, #e0e0e0)"
+)
 NUMBER = CELL.replace("text-align: left", "text-align: right") + "; font-family: var(--jp-code-font-family, monospace)"
 BOX = "font-size: 12px; color: var(--jp-ui-font-color1, #212121); max-width: 1200px"
 PAINT_ORDER = ("context", "validation", "cache", "model", "tool", "wait", "retry")
@@ -33,8 +35,35 @@ PAINT_ORDER = ("context", "validation", "cache", "model", "tool", "wait", "retry
 DETAIL_CHARS = 160
 
 
-def timeline_html(timeline: Timeline) -> str:
-    """The HTML of ``timeline``: one row per step for a turn, one row per batch row (its steps on one bar)."""
+@dataclass(frozen=True, slots=True)
+class _View:
+    """What a ``core.timeline.Timeline`` shows."""
+
+    kind: str
+    lanes: Sequence[Lane]
+    shown: Sequence[Lane]
+    order: str
+    wall_ms: float | None
+
+    @property
+    def steps(self) -> list[Step]:
+        return [s for lane in self.lanes for s in lane.steps]
+
+    @property
+    def span_ms(self) -> float:
+        return span_of(self.lanes, self.wall_ms)
+
+    @property
+    def cost(self) -> float:
+        return sum(lane.cost for lane in self.lanes)
+
+
+def timeline_html(
+    kind: str, lanes: Sequence[Lane], shown: Sequence[Lane], *, order: str, wall_ms: float | None
+) -> str:
+    """The HTML of a timeline: one row per step for a turn (``kind`` ``turn``), one row per batch row (its steps on
+    one bar) for the ``shown`` lanes of a batch, with a note on the ``lanes`` left out."""
+    timeline = _View(kind, lanes, shown, order, wall_ms)
     body = _batch_table(timeline) if timeline.kind == "batch" else _turn_table(timeline)
     return (
         f"<div class='aiforge-timeline' style='{BOX}'>"
@@ -46,7 +75,7 @@ def timeline_html(timeline: Timeline) -> str:
 # --- a turn: one row per step ----------------------------------------------------------------------------
 
 
-def _turn_table(timeline: Timeline) -> str:
+def _turn_table(timeline: _View) -> str:
     span = timeline.span_ms or 1.0
     rows = "".join(_step_row(step, span) for lane in timeline.lanes for step in lane.steps)
     head = _head(["step", f"0 – {_ms(span)}", "time", "tokens", "cost", "detail"])
@@ -83,7 +112,7 @@ def _detail(step: Step) -> str:
 # --- a batch: one row per batch row ----------------------------------------------------------------------
 
 
-def _batch_table(timeline: Timeline) -> str:
+def _batch_table(timeline: _View) -> str:
     span = timeline.span_ms or 1.0
     rows = "".join(_lane_row(lane, span) for lane in timeline.shown)
     head = _head(["row", f"0 – {_ms(span)}", "latency", "queued", "tokens", "cost", "note"])
@@ -95,12 +124,10 @@ def _lane_row(lane: Lane, span: float) -> str:
         note = f"<span style='color: {ERROR_COLOUR}'>{html.escape(_short(lane.error))}</span>"
         bars, latency, tokens, cost = "", "", "", ""
     else:
-        retries = sum(s.kind == "retry" for s in lane.steps)
-        tools = sum(s.kind == "tool" for s in lane.steps)
         errors = [s.error for s in lane.steps if s.kind == "tool" and s.error]
-        parts = [f"{tools} tool{'s' * (tools != 1)}"] * bool(tools) + [f"{retries} retr{'ies' if retries != 1 else 'y'}"] * bool(retries)
-        parts += ["cached"] * any(s.kind == "cache" for s in lane.steps)
-        note = html.escape(" · ".join(parts))
+        parts = [_count(lane.steps, "tool", "tool call"), _count(lane.steps, "retry", "retry")]
+        parts.append("cached" if any(s.kind == "cache" for s in lane.steps) else "")
+        note = html.escape(" · ".join(p for p in parts if p))
         if errors:
             note += f" <span style='color: {ERROR_COLOUR}'>{html.escape(_short(errors[0]))}</span>"
         bars = _bars(_painted(lane.steps), span)
@@ -131,7 +158,7 @@ def _painted(steps: tuple[Step, ...]) -> list[Step]:
     return pieces
 
 
-def _cap_note(timeline: Timeline) -> str:
+def _cap_note(timeline: _View) -> str:
     hidden = len(timeline.lanes) - len(timeline.shown)
     if hidden <= 0:
         return ""
@@ -162,9 +189,8 @@ def _bars(steps: list[Step], span: float) -> str:
     return "".join(out)
 
 
-def _summary(timeline: Timeline) -> str:
+def _summary(timeline: _View) -> str:
     steps = timeline.steps
-    count = {kind: sum(s.kind == kind for s in steps) for kind in ("model", "tool", "retry")}
     lanes = timeline.lanes
     parts = [timeline.kind.capitalize()]
     if timeline.kind == "batch":
@@ -178,17 +204,14 @@ def _summary(timeline: Timeline) -> str:
     queued = sum(lane.queue_ms for lane in lanes)
     if queued:
         parts.append(f"{_ms(queued)} queued")
-    parts.append(f"{count['model']} model call{'s' * (count['model'] != 1)}")
-    if count["tool"]:
-        parts.append(f"{count['tool']} tool call{'s' * (count['tool'] != 1)}")
-    if count["retry"]:
-        parts.append(f"{count['retry']} retr{'ies' if count['retry'] != 1 else 'y'}")
+    parts.append(_count(steps, "model", "model call") or "0 model calls")
+    parts += [p for p in (_count(steps, "tool", "tool call"), _count(steps, "retry", "retry")) if p]
     tokens_in, tokens_out = sum(lane.input_tokens for lane in lanes), sum(lane.output_tokens for lane in lanes)
     parts += [f"{tokens_in}+{tokens_out} tokens", _dollars(timeline.cost)]
     return " · ".join(parts)
 
 
-def _legend(timeline: Timeline) -> str:
+def _legend(timeline: _View) -> str:
     kinds = [k for k in COLOURS if any(s.kind == k for s in timeline.steps)]
     swatches = "".join(
         f"<span style='margin-right: 10px'><span style='display: inline-block; width: 10px; height: 10px; "
@@ -201,6 +224,13 @@ def _legend(timeline: Timeline) -> str:
 def _head(names: list[str]) -> str:
     cells = "".join(f"<th style='{CELL}; opacity: .7; font-weight: 500'>{html.escape(n)}</th>" for n in names)
     return f"<tr>{cells}</tr>"
+
+
+def _count(steps: Iterable[Step], kind: str, noun: str) -> str:
+    """``"2 tool calls"``: how many of ``steps`` are of ``kind``; empty for none."""
+    n = sum(s.kind == kind for s in steps)
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return "" if n == 0 else f"{n} {noun if n == 1 else plural}"
 
 
 def _ms(value: float) -> str:

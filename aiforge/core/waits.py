@@ -107,10 +107,15 @@ def retried(attempt: int, error: BaseException, backoff_s: float) -> None:
     })
 
 
-def since_turn_start_ms(moment: float) -> float | None:
-    """``moment`` (``time.perf_counter``) as milliseconds since the current turn started; None outside a turn."""
+def stamped(record: TraceRecord, started: float) -> TraceRecord:
+    """``record`` with its ``start_ms``: ``started`` (``time.perf_counter``) from the current turn's start.
+
+    Outside a turn (a tool run directly) the record is returned as it is.
+    """
     waits = _current.get()
-    return None if waits is None else waits.offset_ms(moment)
+    if waits is not None:
+        record["start_ms"] = waits.offset_ms(started)
+    return record
 
 
 def _wait_record(reason: str, start_ms: float, seconds: float) -> TraceRecord:
