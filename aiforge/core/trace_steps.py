@@ -8,7 +8,7 @@ Built from the trace records that already exist (``core.types.TraceRecord``), ea
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiforge.core.types import TraceRecord
@@ -111,21 +111,25 @@ class Lane:
     error: str | None = None
     """Why the row has no turn: its error."""
 
-    @property
-    def cost(self) -> float:
-        return sum(s.cost or 0.0 for s in self.steps)
+    cost: float = field(init=False)
+    """USD of its model calls."""
+    input_tokens: int = field(init=False)
+    output_tokens: int = field(init=False)
+    end_ms: float = field(init=False)
+    """When its last step ended."""
 
-    @property
-    def input_tokens(self) -> int:
-        return sum(s.input_tokens or 0 for s in self.steps if s.kind == "model")
-
-    @property
-    def output_tokens(self) -> int:
-        return sum(s.output_tokens or 0 for s in self.steps if s.kind == "model")
-
-    @property
-    def end_ms(self) -> float:
-        return max((s.end_ms for s in self.steps), default=0.0)
+    def __post_init__(self) -> None:
+        # Totals once, at construction: a batch's view reads them for every row, several times.
+        cost, tokens_in, tokens_out, end = 0.0, 0, 0, 0.0
+        for step in self.steps:
+            cost += step.cost or 0.0
+            if step.kind == "model":
+                tokens_in += step.input_tokens or 0
+                tokens_out += step.output_tokens or 0
+            end = max(end, step.end_ms)
+        totals = {"cost": cost, "input_tokens": tokens_in, "output_tokens": tokens_out, "end_ms": end}
+        for name, value in totals.items():
+            object.__setattr__(self, name, value)
 
 
 def span_of(lanes: Iterable[Lane], wall_ms: float | None = None) -> float:
