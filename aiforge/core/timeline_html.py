@@ -78,7 +78,7 @@ def timeline_html(
 def _turn_table(timeline: _View) -> str:
     span = timeline.span_ms or 1.0
     rows = "".join(_step_row(step, span) for lane in timeline.lanes for step in lane.steps)
-    head = _head(["step", f"0 – {_ms(span)}", "time", "tokens", "cost", "detail"])
+    head = _head(["step", f"0 – {_ms(span)}", "time", "tokens", "cost", "detail"], numbers=3)
     return f"<table style='border-collapse: collapse; width: 100%'>{head}{rows}</table>"
 
 
@@ -115,7 +115,7 @@ def _detail(step: Step) -> str:
 def _batch_table(timeline: _View) -> str:
     span = timeline.span_ms or 1.0
     rows = "".join(_lane_row(lane, span) for lane in timeline.shown)
-    head = _head(["row", f"0 – {_ms(span)}", "latency", "queued", "tokens", "cost", "note"])
+    head = _head(["row", f"0 – {_ms(span)}", "latency", "queued", "tokens", "cost", "note"], numbers=4)
     return f"<table style='border-collapse: collapse; width: 100%'>{head}{rows}</table>{_cap_note(timeline)}"
 
 
@@ -203,7 +203,7 @@ def _summary(timeline: _View) -> str:
             parts.append(f"{_ms(lane.latency_ms)} own time")
     queued = sum(lane.queue_ms for lane in lanes)
     if queued:
-        parts.append(f"{_ms(queued)} queued")
+        parts.append(f"{_ms(queued)} queued" + (" (all rows)" if timeline.kind == "batch" else ""))
     parts.append(_count(steps, "model", "model call") or "0 model calls")
     parts += [p for p in (_count(steps, "tool", "tool call"), _count(steps, "retry", "retry")) if p]
     tokens_in, tokens_out = sum(lane.input_tokens for lane in lanes), sum(lane.output_tokens for lane in lanes)
@@ -221,8 +221,13 @@ def _legend(timeline: _View) -> str:
     return f"<div style='opacity: .8; margin-top: 4px'>{swatches}</div>" if swatches else ""
 
 
-def _head(names: list[str]) -> str:
-    cells = "".join(f"<th style='{CELL}; opacity: .7; font-weight: 500'>{html.escape(n)}</th>" for n in names)
+def _head(names: list[str], numbers: int) -> str:
+    """The header row: ``names``, the ``numbers`` before the last one right-aligned over their columns."""
+    styles = [CELL] * (len(names) - numbers - 1) + [NUMBER] * numbers + [CELL]
+    cells = "".join(
+        f"<th style='{style}; opacity: .7; font-weight: 500'>{html.escape(n)}</th>"
+        for n, style in zip(names, styles, strict=True)
+    )
     return f"<tr>{cells}</tr>"
 
 
