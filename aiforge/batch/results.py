@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiforge.batch.savings import DEDUP, Savings, row_savings
 from aiforge.core.output import OutputSpec
+from aiforge.core.timeline import MAX_ROWS
 from aiforge.core.types import AIForgeError
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from aiforge.batch.cascade_report import CascadeReport
+    from aiforge.core.timeline import Order, Timeline
 
 
 class BatchItem(Protocol):
@@ -200,10 +202,14 @@ class BatchResult:
 
     def fail(self, position: int, error: BaseException) -> None:
         """Record input ``position`` as failed with ``error``, under its index label."""
+        self.failed.append(BatchFailure(self._label(position), self.inputs[position], error, position))
+
+    def _label(self, position: int) -> Any:
+        """Input ``position``'s label in the input's index (the position for a list)."""
         label = position if self.index is None else self.index[position]
         if hasattr(label, "dtype") and hasattr(label, "item"):  # a NumPy scalar: the Python value reads plainly
             label = label.item()
-        self.failed.append(BatchFailure(label, self.inputs[position], error, position))
+        return label
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per input on the input's index; failed items carry their error.
@@ -236,6 +242,26 @@ class BatchResult:
         for position, name in enumerate(typed.columns, start=1):
             frame.insert(position, name, typed[name].array)  # by position: an index may repeat labels
         return frame
+
+    def timeline(self, *, order: Order = "slowest", max_rows: int | None = MAX_ROWS) -> Timeline:
+        """Every row's turn on the batch's time axis (waits, model calls, tools, retries): HTML bars in a notebook.
+
+        ``order="slowest"`` shows the rows with the longest latency first (failed rows last), ``"input"`` in input
+        order; the HTML shows ``max_rows`` rows (None: all) and says how many it left out; ``.to_frame()`` has
+        every row's steps.
+
+        >>> result = agent.run_batch(prompts, concurrency=4)   # doctest: +SKIP
+        >>> result.timeline(max_rows=10)                       # doctest: +SKIP
+        """
+        from aiforge.core.timeline import batch_timeline
+
+        rows: dict[int, tuple[Any, Any, str | None]] = {
+            i: (self._label(i), result, None) for i, result in zip(self.indices, self.results, strict=True)
+        }
+        for f in self.failed:
+            rows[f.position] = (f.index, None, f"{type(f.error).__name__}: {f.error}")
+        in_order = [rows[i] for i in sorted(rows)]
+        return batch_timeline(in_order, order=order, max_rows=max_rows, wall_ms=self.wall_time_s * 1000.0)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> BatchResult:
         # A finished batch is a record, shared rather than copied: pandas deep-copies ``attrs`` (where the

@@ -24,6 +24,7 @@ from aiforge.chat.structured import TurnOutcome
 from aiforge.core.output import OutputSpec
 from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import Message, TraceRecord
+from aiforge.core.waits import stamped
 from aiforge.store import ResponseCache, reply_fingerprint
 from aiforge.store.fingerprint import numbered_tool_ids
 
@@ -123,11 +124,11 @@ def lookup(
         confidence=payload.get("confidence"),
         label_probabilities=payload.get("label_probabilities"),
         trace=[
-            {
+            stamped({
                 "step": CACHE_STEP, "node": CACHE_STEP, "name": "hit", "model": payload["model"],
                 "input_tokens": payload["input_tokens"], "output_tokens": payload["output_tokens"],
                 "cost": 0.0, "cached_cost": cost, "latency_ms": (time.perf_counter() - started) * 1000.0,
-            }
+            }, started)
         ],
     )
     return CachedTurn(cache, key, outcome)
@@ -135,6 +136,6 @@ def lookup(
 
 def cache_marks(trace: list[TraceRecord]) -> dict[str, Any]:
     """``ChatResponse`` fields of a turn served from the cache (none for a turn that ran)."""
-    if trace and trace[0]["step"] == CACHE_STEP:
-        return {"cached": True, "cached_cost": trace[0]["cached_cost"]}
-    return {}
+    # A batch row's wait for a worker may come first.
+    hit = next((r for r in trace if r["step"] == CACHE_STEP), None)
+    return {} if hit is None else {"cached": True, "cached_cost": hit["cached_cost"]}

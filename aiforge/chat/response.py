@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from aiforge.core.output import OutputSpec
+    from aiforge.core.timeline import Timeline
     from aiforge.core.types import TraceRecord
 else:
     # What pydantic checks a record against: a dict, every key kept. (``TraceRecord`` is a dict at run time;
@@ -118,7 +119,8 @@ class ChatResponse(BaseModel):
     """The turn's own time in milliseconds: from its start to the reply, its waits (``queue_ms``) left out."""
     queue_ms: float = 0.0
     """Milliseconds the turn waited for its turn: a batch item for a free worker (``concurrency``), a request
-    for the rate pacer (``RPM`` / ``TPM``, a 429's pause) or for the embedded model's one decoding slot."""
+    for the rate pacer (``RPM`` / ``TPM``, a 429's pause) or for the embedded model's one decoding slot. A retry's
+    backoff is not a wait for a turn: it is in ``latency_ms`` (``timeline()`` shows it as a ``retry`` step)."""
     provider: str = ""
     priced: bool = True
     """False when a model of this turn is missing from the price table (cost undercounted)."""
@@ -137,7 +139,8 @@ class ChatResponse(BaseModel):
     label_probabilities: dict[str, float] | None = None
     """Each label's probability as the scored row's answer, as the model gave it (before ``calibrate=True``)."""
     trace: list[TraceRecord] = Field(default_factory=list, repr=False)
-    """One record per step: model calls and tool calls, in order."""
+    """One record per step, in order: model calls, tool calls, and the retries and waits inside them
+    (``core.types.TraceRecord``); ``timeline()`` shows them on a time axis."""
 
     def to_text(self) -> str:
         return self.message
@@ -222,6 +225,16 @@ class ChatResponse(BaseModel):
         import pandas as pd
 
         return pd.DataFrame([{c: rec.get(c) for c in TRACE_COLUMNS} for rec in self.trace], columns=TRACE_COLUMNS)
+
+    def timeline(self) -> Timeline:
+        """This turn's steps on a time axis (model calls, tools, retries, waits): HTML bars in a notebook.
+
+        >>> response = agent.chat("What is 2*21?")          # doctest: +SKIP
+        >>> response.timeline()                             # a cell shows the bars; .to_frame() the steps
+        """
+        from aiforge.core.timeline import turn_timeline
+
+        return turn_timeline(self.trace, label=self.trace_id, latency_ms=self.latency_ms, queue_ms=self.queue_ms)
 
     def _footer(self) -> str:
         parts = [

@@ -126,7 +126,7 @@ class Turn:
             "step": "model", "node": node, "name": kind, "model": model,
             "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
             "cached_input_tokens": usage.cached_input_tokens, "cost": entry.cost,
-            "latency_ms": (time.perf_counter() - started) * 1000.0,
+            "start_ms": self.waits.offset_ms(started), "latency_ms": (time.perf_counter() - started) * 1000.0,
             "finish_reason": completion.finish_reason,
             "tool_calls": [c["name"] for c in completion.tool_calls],
         }

@@ -18,6 +18,7 @@ from aiforge.chat.runtime import final_call_truncated
 from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
 from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import Message, ToolResult, TraceRecord
+from aiforge.core.waits import stamped
 
 VALIDATION_STEP: Final = "validation"
 
@@ -125,9 +126,10 @@ def _retry_state(state: ChatAgentState, final: ChatAgentState, feedback: str) ->
 def _validation_record(
     spec: OutputSpec, attempt: int, reply: str, error: OutputValidationError | None, started: float
 ) -> TraceRecord:
-    return {
+    record: TraceRecord = {
         "step": VALIDATION_STEP, "node": "validate", "name": spec.name, "attempt": attempt,
         "output": reply, "error": str(error) if error else None,
         "errors": error.errors if error else [],
         "latency_ms": (time.perf_counter() - started) * 1000.0,
     }
+    return stamped(record, started)

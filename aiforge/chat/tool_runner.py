@@ -10,6 +10,7 @@ from typing import Any
 
 from aiforge.core.render import replace_lone_surrogates
 from aiforge.core.types import ToolCall, ToolSpec, TraceRecord, UsageError
+from aiforge.core.waits import stamped
 
 
 def tool_spec(tool: Any) -> ToolSpec:
@@ -175,4 +176,4 @@ class Toolset:
             "input": call["arguments"], "output": output, "error": output if error else None,
             "latency_ms": (time.perf_counter() - started) * 1000.0,
         }
-        return output, error, record
+        return output, error, stamped(record, started)

@@ -21,6 +21,7 @@ from aiforge.chat.response import ChatResponse, ToolCallRecord
 from aiforge.chat.runtime import ToolEvent, Turn, final_call_truncated
 from aiforge.chat.scored_turn import scored_outcome
 from aiforge.chat.structured import TurnOutcome, output_spec, run_turn
+from aiforge.core.trace_steps import with_steps
 from aiforge.core.types import Message, UsageError
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ async def _finish(
 def _response(
     agent: TurnOwner, conversation: Conversation, outcome: TurnOutcome, turn: Turn, started: float
 ) -> ChatResponse:
-    trace = outcome.trace
+    trace = with_steps(outcome.trace, turn.waits.steps)
     # The graph's state sums its model steps; the memory summary ran after the graph.
     summaries = [r for r in trace if r["step"] == "model" and r["node"] == "summary"]
     calls = [

@@ -26,6 +26,7 @@ from aiforge.core.types import (
     ProviderError,
     RateLimitError,
 )
+from aiforge.core.waits import retried
 
 T = TypeVar("T")
 
@@ -164,6 +165,7 @@ async def call_with_retries(
             delay = policy.delay_before_retry(error, retries_done, rng=rng)
             if delay is None:
                 raise
+            retried(retries_done + 1, error, delay)  # the turn's trace; the backoff stays in its latency
         await sleep(delay)
         retries_done += 1
 
@@ -192,6 +194,7 @@ async def iterate_with_retries(
             delay = None if yielded else policy.delay_before_retry(error, retries_done, rng=rng)
             if delay is None:
                 raise
+            retried(retries_done + 1, error, delay)
         finally:
             aclose = getattr(iterator, "aclose", None)
             if aclose is not None:

@@ -149,7 +149,7 @@ class ToolResult(TypedDict):
 # Trace records
 # ---------------------------------------------------------------------------
 
-TraceStep = Literal["model", "tool", "cache", "validation", "context"]
+TraceStep = Literal["model", "tool", "cache", "validation", "context", "wait", "retry"]
 
 
 class TraceRecord(TypedDict):
@@ -164,11 +164,20 @@ class TraceRecord(TypedDict):
       batch (``duplicate``): the original tokens and ``cached_cost``.
     - ``validation``: one check of a structured answer: ``attempt``, ``output``, ``error``, ``errors``.
     - ``context``: what ``%%chat`` sent for a ``{table}``: ``input`` (its shape), ``output``, ``input_tokens``.
+    - ``wait``: time the turn waited for its turn (``core.waits``; ``queue_ms``, not ``latency_ms``): ``name``
+      ``worker`` (a batch item for a free worker; it starts before the turn, at a negative ``start_ms``),
+      ``pacer`` (the rate pacer) or ``engine`` (the embedded model's queue).
+    - ``retry``: an attempt of a model call that failed and was sent again: ``name`` (the error class),
+      ``attempt`` (the failed one, from 1), ``error``, ``latency_ms`` the backoff before the next attempt.
+
+    ``start_ms`` is when the step started, in milliseconds from the turn's start (records of older traces
+    lack it); ``latency_ms`` is how long it took. A model call's time covers its waits and retries.
     """
 
     step: TraceStep
     node: str
     name: str
+    start_ms: NotRequired[float]
     latency_ms: NotRequired[float]
     model: NotRequired[str]
     input_tokens: NotRequired[int]

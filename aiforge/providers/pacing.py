@@ -178,7 +178,7 @@ class Pacer:
             self._sent += 1
             wait = max(self._paused_until - now, self.requests.take(1.0, now), self.tokens.take(estimate, now))
         if wait > 0:
-            waited(wait)  # the turn's queue_ms, not its latency
+            waited(wait, "pacer")  # the turn's queue_ms, not its latency
             await self._sleep(wait)
         return estimate
 

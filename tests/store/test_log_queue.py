@@ -8,6 +8,7 @@ requested (an ``asyncio.sleep`` never ends early), never with the wall clock.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from aiforge import ChatAgent
 from aiforge.providers import pacing
 from aiforge.store import Store
 from aiforge.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
-from fakellm import LLMServer
+from fakellm import Fault, LLMServer, Reply
 
 DELAY = 0.05
 """The server's answer time: the same for every request."""
@@ -31,9 +32,8 @@ def server() -> Iterator[LLMServer]:
 
 
 def agent(server: LLMServer, key: str = "sk-test", **settings: object) -> ChatAgent:
-    return ChatAgent(
-        provider="openai", OPENAI_API_KEY=key, OPENAI_BASE_URL=server.openai_base_url, MAX_RETRIES=0, **settings
-    )
+    settings.setdefault("MAX_RETRIES", 0)
+    return ChatAgent(provider="openai", OPENAI_API_KEY=key, OPENAI_BASE_URL=server.openai_base_url, **settings)
 
 
 def batch_rows(items: list[str]) -> list[dict[str, float]]:
@@ -131,3 +131,40 @@ def test_the_embedded_model_s_queue_is_queue_ms_not_latency() -> None:
     # last item's wait for the two decodings before it would be in both: their sum would pass the batch's time.
     for row in rows:
         assert row["latency_ms"] + row["queue_ms"] <= 1000 * result.wall_time_s + 0.001
+
+
+def test_a_streamed_turn_logs_the_pacer_s_wait_as_queue_ms_and_a_trace_step(
+    server: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pacing, "WINDOW", 2.0)
+    server.latency = 0.0
+    agent(server, key="sk-warm-up").chat("warm up")  # the SDK's first use, under another pacer
+    paced = agent(server, RPM=2)
+    assert "".join(paced.run_stream("first"))
+    started = time.perf_counter()
+    assert "".join(paced.run_stream("second"))  # RPM=2 in a 2 s window: it waits for the bucket (pacing.py)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    response = paced.last_response
+    row = aiforge.logs().query("prompt == 'second'").iloc[0]
+
+    assert response is not None and row["queue_ms"] == response.queue_ms > 0
+    (wait,) = [r for r in response.trace if r["step"] == "wait"]
+    assert wait["name"] == "pacer" and wait["latency_ms"] == pytest.approx(response.queue_ms)
+    # The wait is in the turn (inside the streamed model call's time) but not in its latency.
+    (call,) = [r for r in response.trace if r["step"] == "model"]
+    assert call["start_ms"] <= wait["start_ms"] and call["latency_ms"] >= wait["latency_ms"]
+    assert row["latency_ms"] == response.latency_ms and row["latency_ms"] + row["queue_ms"] <= elapsed_ms
+    assert server.request_count == 1 + 2
+
+
+def test_a_retry_s_backoff_is_latency_not_queue_ms(server: LLMServer) -> None:
+    # A retry is the request's own time (it failed and went again), not a wait for a turn behind other requests.
+    server.enqueue(Fault(500), Reply(text="second time lucky"))
+    response = agent(server, MAX_RETRIES=1).chat("hello")
+    row = aiforge.logs().iloc[0]
+
+    (retry,) = [r for r in response.trace if r["step"] == "retry"]
+    assert row["queue_ms"] == response.queue_ms == 0.0
+    assert row["latency_ms"] == response.latency_ms >= retry["latency_ms"] + 2 * DELAY * 1000  # two answers
+    assert [r["step"] for r in row["trace"]] == ["model", "retry"]  # the log keeps the trace
+    assert server.request_count == 2

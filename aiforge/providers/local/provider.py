@@ -161,7 +161,7 @@ class LocalProvider(Provider):
             # The consumer stopped early (closed, cancelled or failed): stop decoding for nobody.
             run.stop.set()
             future.cancel()
-            waited((started[0] if started else time.perf_counter()) - queued)  # queue_ms, not latency
+            waited((started[0] if started else time.perf_counter()) - queued, "engine", since=queued)  # queue_ms
         if run.error is not None:
             raise self._error(run.error)
 
