@@ -50,7 +50,7 @@ class Agreement:
     def verdict(self) -> str:
         """One line: kappa, its interval and the conventional reading of it (Landis & Koch 1977)."""
         if math.isnan(self.kappa):
-            return f"n={self.n}: kappa undefined (both sides give one and the same answer); raw agreement {self.raw:.0%}"
+            return f"n={self.n}: kappa undefined (one answer on both sides), raw agreement {self.raw:.0%}"
         return (
             f"n={self.n}: kappa {self.kappa:.2f} (95 % CI {self.kappa_low:.2f} to {self.kappa_high:.2f}, "
             f"{strength(self.kappa)}), raw agreement {self.raw:.0%}"

@@ -77,10 +77,8 @@ def _rubric(criteria: Any, scale: tuple[int, int] | None) -> tuple[str, tuple[in
     if not isinstance(criteria, str) or not criteria.strip():
         raise UsageError("judge: criteria is the rubric as text, e.g. 'Is the answer correct and complete?'")
     scale = DEFAULT_SCALE if scale is None else scale
-    if not (
-        isinstance(scale, tuple) and len(scale) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in scale)
-        and scale[0] < scale[1]
-    ):
+    integers = isinstance(scale, tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in scale)
+    if not (integers and len(scale) == 2 and scale[0] < scale[1]):
         raise UsageError(f"judge: scale= is (lowest, highest) as two integers, e.g. (1, 5), not {scale!r}")
     return criteria.strip(), scale
 

@@ -62,7 +62,9 @@ def mean_interval(scores: Sequence[float], z: float = Z_95) -> tuple[float, floa
     return max(0.0, mean - half), min(1.0, mean + half)
 
 
-def confusion_table(truth: Sequence[Any], predicted: Sequence[Any], labels: Sequence[Any] | None = None) -> pd.DataFrame:
+def confusion_table(
+    truth: Sequence[Any], predicted: Sequence[Any], labels: Sequence[Any] | None = None
+) -> pd.DataFrame:
     """Counts of each (truth, prediction) pair: rows are the truth, columns the predictions, every label shown.
 
     ``labels`` fixes the categories and their order (a label never predicted is a column of zeros); without it
