@@ -82,7 +82,7 @@ def evaluate(
     labelled = data[data[truth].notna()]
     if label_set is not None:
         _check_truth_in_labels(labelled[truth], label_set, truth)
-    spec = Literal[label_set] if label_set is not None else output  # type: ignore[valid-type]
+    spec = Literal[label_set] if label_set is not None else output
     folder = _checkpoint_folder(checkpoint)
     batches: dict[str, BatchResult] = {}
     for candidate in candidates:

@@ -142,12 +142,11 @@ def macro_f1(truth: Sequence[Any], predicted: Sequence[Any], labels: Sequence[An
 
         macro_f1(["a", "b"], ["a", "a"])  # mean(2/3, 0) = 0.333...
     """
-    table = confusion_table(truth, predicted, labels)
+    counts = confusion_table(truth, predicted, labels).to_numpy()  # columns: the rows' labels, then NO_ANSWER
     scores = []
-    for label in table.index:
-        tp = int(table.at[label, label]) if label in table.columns else 0
-        fn = int(table.loc[label].sum()) - tp
-        fp = (int(table[label].sum()) - tp) if label in table.columns else 0
+    for i in range(counts.shape[0]):
+        tp = int(counts[i, i])
+        fn, fp = int(counts[i].sum()) - tp, int(counts[:, i].sum()) - tp
         if tp + fp + fn:
             scores.append(2 * tp / (2 * tp + fp + fn))
     return sum(scores) / len(scores) if scores else math.nan
