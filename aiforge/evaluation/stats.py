@@ -8,6 +8,7 @@ against accuracy, kappa and F1 alike, and a candidate that fails often never loo
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +70,7 @@ def confusion_table(
 
     ``labels`` fixes the categories and their order (a label never predicted is a column of zeros); without it
     they are the values seen, sorted. A missing prediction is the column ``NO_ANSWER``, shown only when one occurs.
-    ``pandas.crosstab`` over categoricals, so the table is square over the labels::
+    (What ``pandas.crosstab`` over categoricals gives, counted directly: crosstab's pivot costs 20 ms a table.)::
 
         confusion_table(["a", "b"], ["a", "a"], labels=["a", "b", "c"])
     """
@@ -81,12 +82,12 @@ def confusion_table(
         raise ValueError(f"truth has {len(truth_values)} values, predictions {len(predicted_values)}")
     categories = list(labels) if labels is not None else _sorted_union(truth_values, predicted_values)
     columns = categories + [NO_ANSWER] * (NO_ANSWER in predicted_values and NO_ANSWER not in categories)
-    table = pd.crosstab(
-        pd.Categorical(truth_values, categories=categories),
-        pd.Categorical(predicted_values, categories=columns),
-        dropna=False,
+    pairs = Counter(zip(truth_values, predicted_values, strict=True))
+    return pd.DataFrame(
+        [[pairs.get((t, p), 0) for p in columns] for t in categories],
+        index=pd.Index(categories, name="truth"),
+        columns=pd.Index(columns, name="predicted"),
     )
-    return table.rename_axis(index="truth", columns="predicted")
 
 
 def cohen_kappa(
