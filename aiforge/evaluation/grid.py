@@ -75,6 +75,8 @@ def evaluate(
                           checkpoint="eval_runs")
         result.summary
     """
+    if "estimate" in options:
+        raise UsageError("evaluate runs the grid; to price one candidate first: agent.estimate_batch(df, prompt=...)")
     kind = _kind(labels, output)
     label_set = _checked_labels(labels) if labels is not None else None
     _check_frame(data, truth)

@@ -271,6 +271,8 @@ def test_a_metric_that_raises_is_named_and_the_result_can_be_rescored() -> None:
         ({"output": Answer}, "pass labels= (a label answer) or output= (a structured answer), not both"),
         ({"prompts": {"leak": "{review} ({label})"}}, "names the truth column {label}"),
         ({"prompts": {"p": "{reveiw}"}}, "no column 'reveiw' in the frame; did you mean 'review'?"),
+        ({"estimate": True}, "to price one candidate first: agent.estimate_batch"),
+        ({"MODEL": "gpt-4o"}, "settings such as MODEL go on the agent"),
     ],
 )
 def test_bad_arguments_are_usage_errors_naming_the_problem_before_any_call(arguments: dict[str, Any],
