@@ -21,7 +21,8 @@ Importing this module registers the accessors (``aiforge`` imports it when panda
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pandas as pd
@@ -163,9 +164,9 @@ class DataFrameOperations(_Operations):
         truth: str,
         labels: Sequence[str] | None = None,
         output: Any = None,
-        metric: Any = None,
+        metric: Callable[[Any, Any], bool | float] | None = None,
         concurrency: int = 10,
-        checkpoint: Any = None,
+        checkpoint: str | os.PathLike[str] | None = None,
         **options: Any,
     ) -> EvalResult:
         """Every prompt x agent run over the rows with a ``truth`` and scored: an ``EvalResult`` (``.rows``,

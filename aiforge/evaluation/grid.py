@@ -147,12 +147,12 @@ def _candidates(prompts: Any, agents: Any, truth: str, columns: Any) -> list[Can
     for name, template in templates.items():
         if not isinstance(template, str):
             raise UsageError(f"evaluate: prompts[{name!r}] is a row template string, not {type(template).__name__}")
-        fields = RowTemplate(template).fields
-        if truth in fields:
+        row_template = RowTemplate(template)
+        if truth in row_template.fields:
             raise UsageError(
                 f"evaluate: prompts[{name!r}] names the truth column {{{truth}}}: the answer would be in the question"
             )
-        RowTemplate(template).check(columns)
+        row_template.check(columns)
     return [Candidate(p, a, templates[p], runners[a]) for p in templates for a in runners]
 
 

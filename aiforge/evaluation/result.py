@@ -202,8 +202,12 @@ class EvalResult:
         return ax
 
     def __repr__(self) -> str:
-        best = self.summary.iloc[0] if len(self.candidates) else None
-        lead = "" if best is None else f", best={best.name!r} ({best['accuracy']:.3f})"
+        try:
+            best = self.summary.iloc[0]
+        except UsageError:  # a metric that raises: the repr still shows, .summary says what went wrong
+            lead = ""
+        else:
+            lead = f", best={best.name!r} ({best['accuracy']:.3f})"
         return f"EvalResult(candidates={len(self.candidates)}, rows={len(self.frame)}{lead})"
 
     def _repr_html_(self) -> str:

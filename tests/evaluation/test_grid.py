@@ -251,7 +251,7 @@ def test_a_metric_that_raises_is_named_and_the_result_can_be_rescored() -> None:
     agent = ChatAgent(provider=ScriptedProvider(default="x"))
     result = ROWS.head(2).aiforge.evaluate(prompts={"p": "{review}"}, agents={"m": agent}, truth="label",
                                            metric=lambda answer, truth: answer.nope)
-    assert isinstance(result, EvalResult)
+    assert isinstance(result, EvalResult) and repr(result) == "EvalResult(candidates=1, rows=2)"
     with pytest.raises(UsageError, match="metric raised AttributeError.*result.rescore"):
         _ = result.summary
     assert result.rescore(lambda answer, truth: answer == "x").summary.loc["p/m", "accuracy"] == 1.0

@@ -61,7 +61,8 @@ def test_judge_scores_a_column_through_the_openai_sdk_with_a_bounded_structured_
     assert set(request.output_schema["properties"]) == {"reason", "score"}
     prompt = request.messages[-1]["content"]
     assert "Rubric:\nIs the answer correct and complete?" in prompt and "from 1 (worst) to 5 (best)" in prompt
-    assert prompt.endswith("Text:\n4") and len(srv.requests) == 4
+    endings = sorted(r.messages[-1]["content"].rsplit("Text:\n", 1)[1] for r in srv.requests)
+    assert endings == sorted(ANSWERS["answer"])  # one request a row, the text at the end (rows run concurrently)
     assert judged.attrs["aiforge"].total_tokens > 0
 
 
