@@ -1,4 +1,4 @@
-"""``df.aiforge`` and ``s.aiforge``: map, classify, filter and extract over rows with one batch each.
+"""``df.aiforge`` and ``s.aiforge``: map, classify, filter, extract and judge over rows with one batch each.
 
 Every operation is one ``run_batch`` (same progress bar, concurrency, failures kept per row), and
 returns pandas data aligned on the input's index, so ``df.join(df.aiforge.map(...))`` lines up, also
@@ -15,6 +15,8 @@ and a label ``output=`` score each row rather than generate it (``LABELS_BY``), 
 
 ``agg`` reduces all the rows (or each group's, ``by=``) to one answer under ``CONTEXT_WINDOW``
 (``semantic.aggregate``); ``df.groupby(keys).aiforge.agg`` does it per group of a pandas groupby.
+``df.aiforge.evaluate`` (a grid of prompts x agents scored against a truth column) and ``judge`` (a rubric's score
+and reason per row) are thin wrappers over ``aiforge.evaluation``.
 
 Importing this module registers the accessors (``aiforge`` imports it when pandas is imported), and the
 ``aiforge`` property of pandas' groupby objects (``GroupByOperations``).
@@ -22,7 +24,8 @@ Importing this module registers the accessors (``aiforge`` imports it when panda
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pandas as pd
@@ -37,6 +40,7 @@ from aiforge.core.types import UsageError
 
 if TYPE_CHECKING:
     from aiforge.chat.agent import ChatAgent
+    from aiforge.evaluation.result import EvalResult
 
 ATTRS_KEY = "aiforge"
 """Where each result keeps its ``BatchResult``: ``result.attrs["aiforge"]``."""
@@ -141,6 +145,33 @@ class _Operations:
 
         return agg_answer(self._data, prompt, by, output, agent, concurrency, settings)
 
+    def judge(
+        self,
+        criteria: str | Mapping[int, str],
+        column: str | None = None,
+        template: str | None = None,
+        output: Any = None,
+        scale: tuple[int, int] | None = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.DataFrame:
+        """Each row's text scored against a rubric: columns ``score`` (an int on ``scale``, 1-5 by default) and
+        ``reason``, or the fields of ``output``; on the input's index (``aiforge.evaluation.judge``).
+
+        The text is ``column`` (a Series: its values) or a row ``template`` (``"Q: {question}\nA: {answer}"``);
+        ``criteria`` is the rubric as text or levels ``{1: "wrong", 5: "right"}``. Check it against people with
+        ``aiforge.evaluation.agreement(judged["score"], df["human_score"])``.
+        """
+        from aiforge.evaluation.judge import JUDGEMENT_COLUMNS, judge_request
+
+        if isinstance(self._data, pd.Series) and column is None and template is None:
+            column = VALUE_FIELD
+        prompt, spec = judge_request(criteria, column=column, template=template, output=output, scale=scale)
+        batch = self._run(prompt, spec, agent, concurrency, settings)
+        judged = _columns(batch)
+        return _attach(judged[JUDGEMENT_COLUMNS] if output is None else judged, batch)
+
     def _extract(
         self,
         items: pd.Series,
@@ -179,6 +210,31 @@ class DataFrameOperations(_Operations):
                 f"extract needs output=, the type to extract: df.aiforge.extract({column!r}, output=Person)."
             )
         return self._extract(self._data[column], output, agent, concurrency, settings)
+
+
+    def evaluate(
+        self,
+        prompts: Mapping[str, str],
+        agents: Mapping[str, Any],
+        truth: str,
+        labels: Sequence[str] | None = None,
+        output: Any = None,
+        metric: Callable[[Any, Any], bool | float] | None = None,
+        concurrency: int = 10,
+        checkpoint: str | os.PathLike[str] | None = None,
+        **options: Any,
+    ) -> EvalResult:
+        """Every prompt x agent run over the rows with a ``truth`` and scored: an ``EvalResult`` (``.rows``,
+        ``.summary``, ``.plot()``, ``.agreement(human=...)``); see ``aiforge.evaluation.grid.evaluate``.
+
+        ``checkpoint=`` is a folder (a file per candidate): a second run asks only new candidates' rows.
+        """
+        from aiforge.evaluation.grid import evaluate
+
+        return evaluate(
+            self._data, prompts, agents, truth, labels=labels, output=output, metric=metric,
+            concurrency=concurrency, checkpoint=checkpoint, **options,
+        )
 
 
 @pd.api.extensions.register_series_accessor(ATTRS_KEY)

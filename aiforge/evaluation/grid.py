@@ -1,0 +1,207 @@
+"""``evaluate``: every candidate (a prompt x an agent) run as one batch over the labelled rows, scored against truth.
+
+Each candidate is one ``run_batch`` over the rows, as ``df.aiforge.map`` / ``classify`` run theirs: ``labels=``
+asks for one of the labels (a ``Literal`` output, as ``classify``), ``output=`` for a structured answer, and
+neither for text. The batch options (``cache=``, ``max_cost=``, ``plan=``/``deadline=`` for flex or the Batch API,
+``pack=``, ...) go to every candidate's batch. ``checkpoint=`` is a *folder*: each candidate's batch checkpoints
+to its own file there, named by the candidate and its batch's fingerprint, so running the grid again with one
+more candidate (or one prompt edited) asks only the new candidate's rows; the others are read back.
+
+Rows whose truth is missing are left out before anything is asked (``EvalResult.unlabelled`` counts them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from aiforge.core.templates import RowTemplate, no_such_column
+from aiforge.core.types import UsageError
+from aiforge.evaluation.result import EvalResult, Kind
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from aiforge.batch.results import BatchResult
+    from aiforge.chat.agent import ChatAgent
+
+Metric = Callable[[Any, Any], "bool | float"]
+"""``metric(prediction, truth)``: True / False, or a score in [0, 1]."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One cell of the grid: a prompt template asked through one agent."""
+
+    prompt: str
+    """The prompt's name in ``prompts=``."""
+    agent: str
+    """The agent's name in ``agents=``."""
+    template: str
+    runner: ChatAgent
+
+    @property
+    def name(self) -> str:
+        return f"{self.prompt}/{self.agent}"
+
+
+def evaluate(
+    data: pd.DataFrame,
+    prompts: Mapping[str, str],
+    agents: Mapping[str, Any],
+    truth: str,
+    *,
+    labels: Sequence[str] | None = None,
+    output: Any = None,
+    metric: Metric | None = None,
+    concurrency: int = 10,
+    checkpoint: str | os.PathLike[str] | None = None,
+    **options: Any,
+) -> EvalResult:
+    """Run every prompt x agent over the rows of ``data`` that have a ``truth`` and score them: an ``EvalResult``.
+
+    Scoring: with ``labels``, a prediction is right when it is the truth (and kappa and macro-F1 are computed);
+    else ``metric(prediction, truth)`` (True/False or a score in [0, 1]); the default metric compares the text
+    reply and the truth as strings after ``strip()`` and ``casefold()``, or an ``output=`` value with ``==``. A
+    failed row counts as wrong. ``agents`` values are ``ChatAgent``s or settings dicts
+    (``{"provider": "openai", "MODEL": "gpt-4o-mini"}``: a ``ChatAgent(memory="none", **settings)``)::
+
+        result = evaluate(df, prompts={"terse": "Sentiment: {review}", "polite": "Please classify: {review}"},
+                          agents={"mini": mini, "4o": big}, truth="label", labels=["pos", "neg"],
+                          checkpoint="eval_runs")
+        result.summary
+    """
+    if "estimate" in options:
+        raise UsageError("evaluate runs the grid; to price one candidate first: agent.estimate_batch(df, prompt=...)")
+    kind = _kind(labels, output)
+    label_set = _checked_labels(labels) if labels is not None else None
+    _check_frame(data, truth)
+    candidates = _candidates(prompts, agents, truth, data.columns)
+    labelled = data[data[truth].notna()]
+    if label_set is not None:
+        _check_truth_in_labels(labelled[truth], label_set, truth)
+    spec = Literal[label_set] if label_set is not None else output
+    folder = _checkpoint_folder(checkpoint)
+    batches: dict[str, BatchResult] = {}
+    for candidate in candidates:
+        path = None if folder is None else _checkpoint_file(folder, candidate, labelled, spec)
+        batches[candidate.name] = candidate.runner.run_batch(
+            labelled, concurrency, max(len(labelled), 1), output=spec, prompt=candidate.template,
+            checkpoint=path, **options,
+        )
+    return EvalResult(
+        candidates=[(c.name, c.prompt, c.agent) for c in candidates], batches=batches, frame=labelled,
+        truth=truth, kind=kind, labels=label_set, metric=metric, unlabelled=len(data) - len(labelled),
+    )
+
+
+def _kind(labels: Sequence[str] | None, output: Any) -> Kind:
+    if labels is not None and output is not None:
+        raise UsageError("evaluate: pass labels= (a label answer) or output= (a structured answer), not both")
+    return "labels" if labels is not None else "output" if output is not None else "text"
+
+
+def _checked_labels(labels: Any) -> tuple[str, ...]:
+    if isinstance(labels, str | Mapping) or hasattr(labels, "columns"):
+        raise UsageError(f"evaluate: labels= takes a list of label strings, e.g. ['pos', 'neg'], not {labels!r:.60}")
+    try:
+        values = list(labels)
+    except TypeError:
+        raise UsageError(f"evaluate: labels= takes a list of label strings, not {type(labels).__name__}") from None
+    odd = [label for label in values if not isinstance(label, str)]
+    if odd:
+        raise UsageError(f"evaluate: labels must be strings, got {odd[0]!r} ({type(odd[0]).__name__}) among them")
+    unique = tuple(dict.fromkeys(values))
+    if len(unique) < 2:
+        raise UsageError(f"evaluate: give at least two distinct labels, got {values!r}")
+    return unique
+
+
+def _check_frame(data: Any, truth: Any) -> None:
+    if not isinstance(truth, str):
+        raise UsageError(f"evaluate: truth= names the column of right answers, e.g. truth='label', not {truth!r:.60}")
+    if truth not in data.columns:
+        raise UsageError(no_such_column("evaluate: truth=", truth, data.columns))
+    if data[truth].notna().sum() == 0:
+        raise UsageError(f"evaluate: the truth column {truth!r} has no value: there is nothing to score against")
+
+
+def _check_truth_in_labels(truth: pd.Series, labels: tuple[str, ...], column: str) -> None:
+    """A truth the candidates cannot answer makes every score wrong by construction: say which values."""
+    unknown = sorted({str(v) for v in truth.unique() if v not in labels})
+    if unknown:
+        shown = ", ".join(map(repr, unknown[:5])) + (f" (and {len(unknown) - 5} more)" if len(unknown) > 5 else "")
+        raise UsageError(
+            f"evaluate: the truth column {column!r} has values that are not among labels={list(labels)!r}: {shown}; "
+            "add them to labels= or map the column onto the labels first"
+        )
+
+
+def _candidates(prompts: Any, agents: Any, truth: str, columns: Any) -> list[Candidate]:
+    templates = _named("prompts", prompts, "{'short': 'Sentiment: {review}'}")
+    runners = {name: _agent(name, value) for name, value in _named("agents", agents, "{'mini': agent}").items()}
+    for name, template in templates.items():
+        if not isinstance(template, str):
+            raise UsageError(f"evaluate: prompts[{name!r}] is a row template string, not {type(template).__name__}")
+        row_template = RowTemplate(template)
+        if truth in row_template.fields:
+            raise UsageError(
+                f"evaluate: prompts[{name!r}] names the truth column {{{truth}}}: the answer would be in the question"
+            )
+        row_template.check(columns)
+    return [Candidate(p, a, templates[p], runners[a]) for p in templates for a in runners]
+
+
+def _named(what: str, value: Any, example: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise UsageError(f"evaluate: {what}= takes a dict of name -> {what[:-1]}, e.g. {what}={example}")
+    if not value:
+        raise UsageError(f"evaluate: {what}= is empty: give at least one, e.g. {what}={example}")
+    odd = [name for name in value if not isinstance(name, str) or not name]
+    if odd:
+        raise UsageError(f"evaluate: the names in {what}= are non-empty strings, not {odd[0]!r}")
+    return dict(value)
+
+
+def _agent(name: str, value: Any) -> ChatAgent:
+    from aiforge.chat.agent import ChatAgent
+
+    if isinstance(value, ChatAgent):
+        return value
+    if isinstance(value, Mapping):
+        return ChatAgent(memory="none", **value)
+    raise UsageError(
+        f"evaluate: agents[{name!r}] is a ChatAgent or a dict of its settings "
+        f"(e.g. {{'provider': 'openai', 'MODEL': 'gpt-4o-mini'}}), not {type(value).__name__}"
+    )
+
+
+def _checkpoint_folder(checkpoint: str | os.PathLike[str] | None) -> Path | None:
+    if checkpoint is None:
+        return None
+    if isinstance(checkpoint, bool) or not isinstance(checkpoint, str | os.PathLike):
+        raise UsageError(f"evaluate: checkpoint= is a folder (one file per candidate), not {checkpoint!r}")
+    folder = Path(checkpoint)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"evaluate: checkpoint= is a folder (one file per candidate); {folder} is a file")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _checkpoint_file(folder: Path, candidate: Candidate, rows: pd.DataFrame, output: Any) -> Path:
+    """The candidate's checkpoint file: its name, then its batch's fingerprint (an edited prompt, other rows or
+    another model is another file, never a mismatch with an earlier run)."""
+    from aiforge.batch.identity import batch_identity
+    from aiforge.batch.label_scoring import scored_labels
+    from aiforge.chat.structured import output_spec
+    from aiforge.core.templates import batch_prompts
+
+    agent, spec = candidate.runner, output_spec(output)
+    scored = scored_labels(agent.provider, agent.settings, spec, tools=bool(agent.tools))
+    key = batch_identity(agent, batch_prompts(rows, candidate.template).texts, spec, scored=scored is not None).key
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", candidate.name)[:60]
+    return folder / f"{slug}-{key[:16]}.sqlite"
