@@ -7,7 +7,7 @@ for streams), so retries never multiply. An attempt raises errors already mapped
 
 A ``Retry-After`` hint is honoured exactly when it is at most ``RETRY_MAX_WAIT``; a longer hint
 fails at once with ``RateLimitError``, because blocking a notebook cell for minutes is worse
-than telling the user when to come back.
+than telling the user when to come back. Each retry is an event on the model call's span (``core.otel``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from aiforge.core.otel import note_retry
 from aiforge.core.types import (
     APIConnectionError,
     APITimeoutError,
@@ -164,6 +165,7 @@ async def call_with_retries(
             delay = policy.delay_before_retry(error, retries_done, rng=rng)
             if delay is None:
                 raise
+            note_retry(error, delay, retries_done)
         await sleep(delay)
         retries_done += 1
 
@@ -192,6 +194,7 @@ async def iterate_with_retries(
             delay = None if yielded else policy.delay_before_retry(error, retries_done, rng=rng)
             if delay is None:
                 raise
+            note_retry(error, delay, retries_done)
         finally:
             aclose = getattr(iterator, "aclose", None)
             if aclose is not None:
