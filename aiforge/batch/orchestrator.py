@@ -58,7 +58,7 @@ async def run_items(
     the rows are shared between two models (``cascade``). With ``OTEL=True`` the run is one ``aiforge.batch`` span
     every row's spans nest under (``core.otel``; the worker tasks inherit it as the current span).
     """
-    telemetry = None if options.estimate else telemetry_of(owner.settings, owner.provider_name, owner.provider.base_url)
+    telemetry = None if options.estimate else telemetry_of(owner.settings, owner.provider_name, owner.provider)
     if telemetry is None:
         return await _run_items(owner, items, options, stopped)
     with otel.batch_scope(telemetry, model=owner.model, concurrency=options.concurrency) as span:

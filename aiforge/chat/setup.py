@@ -89,5 +89,5 @@ class AgentSetup:
             toolset=toolset,
             cost_tracker=cost_tracker,
             price_overrides=settings.PRICES or None,
-            telemetry=telemetry_of(settings, self.provider_name, provider.base_url),
+            telemetry=telemetry_of(settings, self.provider_name, provider),
         )

@@ -80,12 +80,14 @@ class Telemetry:
     """Message content is recorded (opted in)."""
     server: dict[str, Any]
     """``server.address`` and ``server.port`` of the provider's base URL; empty for an in-process model."""
+    sends_temperature: bool = True
+    """The provider is sent the temperature (``gen_ai.request.temperature`` is recorded only when it is)."""
 
 
-def telemetry_of(settings: Any, provider_name: str, base_url: str | None) -> Telemetry | None:
-    """The telemetry of an agent with these ``settings`` and provider, or None when ``OTEL`` is off.
+def telemetry_of(settings: Any, provider_name: str, provider: Any) -> Telemetry | None:
+    """The telemetry of an agent with these ``settings`` and ``provider``, or None when ``OTEL`` is off.
 
-    >>> telemetry_of(load_settings(), "scripted", None) is None   # OTEL defaults to False
+    >>> telemetry_of(load_settings(), "scripted", ScriptedProvider()) is None   # OTEL defaults to False
     True
     """
     if not settings.OTEL:
@@ -95,7 +97,8 @@ def telemetry_of(settings: Any, provider_name: str, base_url: str | None) -> Tel
         tracer=_tracer(),
         provider=_PROVIDER_NAMES.get(provider_name, provider_name),
         content=content_wanted(settings.OTEL_CONTENT),
-        server=_server(base_url),
+        server=_server(provider.base_url),
+        sends_temperature=provider.temperature_unsent is None,
     )
 
 
@@ -161,7 +164,7 @@ def _request_attributes(telemetry: Telemetry, operation: str, params: CallParams
         "gen_ai.provider.name": telemetry.provider,
         "gen_ai.request.model": params.model,
     }
-    if params.temperature is not None:
+    if params.temperature is not None and telemetry.sends_temperature:
         attributes["gen_ai.request.temperature"] = params.temperature
     if params.max_tokens is not None:
         attributes["gen_ai.request.max_tokens"] = params.max_tokens
