@@ -7,7 +7,8 @@ spans alone. Two setups, each against its own ``OTEL=False`` baseline, interleav
   no-ops: the price of leaving the setting on where nobody collects;
 - the SDK recording: a ``TracerProvider`` with a ``SimpleSpanProcessor`` into an ``InMemorySpanExporter``, the
   cheapest full pipeline (a real exporter adds its own I/O, off the turn when batched). A plain turn makes two
-  spans (``invoke_agent``, ``chat``); a tool turn four (two ``chat``, one ``execute_tool``).
+  spans (``invoke_agent``, ``chat``), the goal's case; a tool turn four (two ``chat``, one ``execute_tool``),
+  reported for information.
 
 The global tracer provider can be set only once a process, so the no-op setup is measured first.
 """
@@ -26,7 +27,7 @@ def _agent(otel: bool, tools: bool = False) -> Any:
     from aiforge import ChatAgent, ScriptedProvider
     from aiforge.providers.scripted import tool_call
 
-    def weather(city: str) -> str:
+    async def weather(city: str) -> str:  # async: a sync tool's hop to a worker thread would swamp the spans' cost
         """The weather in a city."""
         return f"sunny in {city}"
 
@@ -45,10 +46,12 @@ def _contenders(label: str, tools: bool = False) -> list[Contender]:
     ]
 
 
-def _overhead_row(t: Timings, label: str, on: str, off: str) -> Row:
+def _overhead_row(t: Timings, label: str, on: str, off: str, *, target: bool = True) -> Row:
     if not t.ok(on, off):
         return info_row(t, GROUP, label, on, off)
     stat = t.diff(on, off)
+    if not target:
+        return Row(GROUP, label, stat.fmt(digits=3))
     return Row(GROUP, label, stat.fmt(digits=3), "", None, f"< {TARGET_MS} ms", stat.median * 1e3 < TARGET_MS)
 
 
@@ -77,8 +80,8 @@ def run(quick: bool) -> list[Row]:
     exporter.clear()
     rows.append(_overhead_row(recorded, "per-turn cost of OTEL=True, SDK + in-memory exporter (2 spans)",
                               "on (sdk)", "off (sdk)"))
-    rows.append(_overhead_row(recorded, "per-turn cost of OTEL=True, tool turn, SDK (4 spans)",
-                              "on (sdk, tool)", "off (sdk, tool)"))
+    rows.append(_overhead_row(recorded, "cost of OTEL=True, tool turn (3 model/tool spans + the turn's), SDK",
+                              "on (sdk, tool)", "off (sdk, tool)", target=False))
     if not spans_made:
         rows.append(Row(GROUP, "spans recorded by the SDK", "none: the setup did not record", passed=False))
     return rows + error_rows(recorded, GROUP)

@@ -57,9 +57,13 @@ def _api() -> ModuleType:
 
 @functools.cache
 def _tracer() -> Any:
-    from aiforge import __version__
+    from importlib.metadata import PackageNotFoundError, version
 
-    return _api().get_tracer(TRACER_NAME, __version__)
+    try:
+        release: str | None = version("aiforge-kit")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        release = None
+    return _api().get_tracer(TRACER_NAME, release)
 
 
 def content_wanted(setting: bool | None) -> bool:

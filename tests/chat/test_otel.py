@@ -406,3 +406,18 @@ def test_content_follows_the_standard_variable_unless_the_setting_says(spans, mo
     ChatAgent(provider="scripted", OTEL=True, **options).chat("hi")
 
     assert all(("gen_ai.input.messages" in s.attributes) is recorded for s in spans.get_finished_spans())
+
+
+def test_a_dataframe_classify_is_one_batch_span_with_a_turn_per_row(spans) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"review": ["great", "awful", "fine"]})
+    fake = ScriptedProvider(default=lambda messages: '{"value": "pos"}')
+
+    labels = frame.aiforge.classify("Sentiment of: {review}", labels=["pos", "neg"], provider=fake, OTEL=True)
+
+    assert list(labels) == ["pos"] * 3
+    (batch,) = by_name(spans.get_finished_spans(), "aiforge.batch")
+    turns = by_name(spans.get_finished_spans(), "invoke_agent")
+    assert len(turns) == 3 and {parent_of(t) for t in turns} == {batch.context.span_id}
+    assert all(t.attributes["gen_ai.output.type"] == "json" for t in turns)
