@@ -7,6 +7,14 @@ exporter. Names follow the GenAI semantic conventions as of their development re
 (``gen_ai.provider.name``, ``gen_ai.usage.cache_read.input_tokens``...); aiforge's own figures (cost in USD, the
 trace id of ``ChatResponse.trace_id``, a response-cache hit) are under ``aiforge.``.
 
+``gen_ai.provider.name`` is ``openai`` or ``anthropic`` for those providers (the conventions' values) and aiforge's
+provider name otherwise (``internal_gateway``, ``local``, ``ollama``, ``scripted``...): a gateway speaking OpenAI's
+protocol may proxy any vendor, so it is not claimed to be ``openai``. ``error.type`` is the class name of the
+aiforge error a call ended with (``RateLimitError``, ``APITimeoutError``, ``ProviderError``...), ``CancelledError``
+for a cancelled turn, and ``tool_error`` for a tool that reported a failure. A turn answered from aiforge's response
+cache is an ``invoke_agent`` span with ``aiforge.cache_hit`` true and no ``chat`` span (no request was made); each
+retry of a model call is an ``aiforge.retry`` event on its one ``chat`` span.
+
 Message content (``gen_ai.input.messages``, ``gen_ai.output.messages``, tool arguments and results) is recorded
 only when ``OTEL_CONTENT`` is true, or when it is unset and the standard
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is ``true``, ``SPAN_ONLY`` or ``SPAN_AND_EVENT``. Every
