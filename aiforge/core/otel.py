@@ -64,6 +64,13 @@ def _api() -> ModuleType:
 
 
 @functools.cache
+def _context() -> ModuleType:
+    from opentelemetry import context
+
+    return context
+
+
+@functools.cache
 def _tracer() -> Any:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -135,9 +142,7 @@ class SpanScope:
         self._model_token: Any = model_call  # True until entered: then the token that makes it current
 
     def __enter__(self) -> Any:
-        from opentelemetry import context
-
-        self._token = context.attach(_api().set_span_in_context(self.span))
+        self._token = _context().attach(_api().set_span_in_context(self.span))
         if self._model_token:
             self._model_token = _model_span.set(self.span)
         return self.span
@@ -145,24 +150,21 @@ class SpanScope:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> None:
-        from opentelemetry import context
-
         if exc is not None:
             mark_failed(self.span, exc)
         self.span.end()
-        context.detach(self._token)
+        _context().detach(self._token)
         if self._model_token:
             _model_span.reset(self._model_token)
 
 
 def mark_failed(span: Any, error: BaseException | str, description: str | None = None) -> None:
     """Set ``error.type`` and an error status on ``span`` (the exception's class name, its redacted message)."""
-    from opentelemetry.trace import Status, StatusCode
-
+    trace = _api()
     kind = error if isinstance(error, str) else type(error).__qualname__
     text = description if description is not None else (str(error) if not isinstance(error, str) else "")
     span.set_attribute("error.type", kind)
-    span.set_status(Status(StatusCode.ERROR, redact(text)[:500] or None))
+    span.set_status(trace.Status(trace.StatusCode.ERROR, redact(text)[:500] or None))
 
 
 def _start(telemetry: Telemetry, name: str, attributes: dict[str, Any], *, client: bool = False) -> Any:
