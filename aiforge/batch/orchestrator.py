@@ -27,7 +27,9 @@ from aiforge.batch.plan_table import plans_of
 from aiforge.batch.planner import run_cheapest
 from aiforge.batch.results import BatchItem, BatchResult, MissingValueError, PackingStats
 from aiforge.batch.runner import BatchRun, KeptBatch, forget, interrupted, keep
+from aiforge.core import otel
 from aiforge.core.aio import run_sync
+from aiforge.core.otel import telemetry_of
 from aiforge.core.progress import progress_bar, progress_enabled
 from aiforge.core.templates import batch_prompts
 from aiforge.core.types import UsageError
@@ -53,8 +55,21 @@ async def run_items(
     """Run ``items``, a ``BatchResult`` in input order (a ``BatchEstimate`` with ``options.estimate``).
 
     ``stopped`` receives what an interrupt kept, for the caller's one-line message. With ``options.cascade``
-    the rows are shared between two models (``cascade``).
+    the rows are shared between two models (``cascade``). With ``OTEL=True`` the run is one ``aiforge.batch`` span
+    every row's spans nest under (``core.otel``; the worker tasks inherit it as the current span).
     """
+    telemetry = None if options.estimate else telemetry_of(owner.settings, owner.provider_name, owner.provider)
+    if telemetry is None:
+        return await _run_items(owner, items, options, stopped)
+    with otel.batch_scope(telemetry, model=owner.model, concurrency=options.concurrency) as span:
+        result = await _run_items(owner, items, options, stopped)
+        otel.end_batch(span, result)
+    return result
+
+
+async def _run_items(
+    owner: BatchOwner, items: Sequence[str] | Any, options: BatchOptions, stopped: list[KeptBatch] | None
+) -> BatchResult | BatchEstimate:
     item_type = checked_item_type(owner)
     if options.plan == "cheapest" and not options.estimate:
         return await run_cheapest(owner, items, options, run_items)

@@ -121,12 +121,11 @@ async def process_result(state: ChatAgentState, config: RunnableConfig) -> Comma
 async def execute_tool(state: ChatAgentState, config: RunnableConfig) -> dict[str, Any]:
     """Run every pending tool call (concurrently) and append one result per call, in order."""
     turn = _turn(config)
-    toolset = turn.runtime.toolset
     calls = state["tool_calls"]
     if len(calls) == 1:
-        outcomes = [await toolset.execute(calls[0])]
+        outcomes = [await turn.execute_tool(calls[0])]
     else:
-        outcomes = await asyncio.gather(*(toolset.execute(c) for c in calls))
+        outcomes = await asyncio.gather(*(turn.execute_tool(c) for c in calls))
     messages = list(state["messages"])
     results: list[ToolResult] = []
     trace: list[TraceRecord] = []

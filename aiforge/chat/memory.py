@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiforge.chat.prompts import SUMMARIZE_MEMORY_PROMPT, SUMMARY_PREFIX
+from aiforge.core import otel
 from aiforge.core.types import Message, TraceRecord
 
 if TYPE_CHECKING:
@@ -166,9 +167,15 @@ async def _summarize(previous: str | None, older: list[Message], turn: Turn, tra
         {"role": "system", "content": "You write faithful, compact conversation summaries."},
         {"role": "user", "content": prompt},
     ]
-    runtime = turn.runtime
-    completion = await runtime.provider.complete(messages, None, runtime.params)
-    trace.append(turn.account(completion, kind="summary", node="summary", started=started))
+    runtime, telemetry = turn.runtime, turn.runtime.telemetry
+    if telemetry is None:
+        completion = await runtime.provider.complete(messages, None, runtime.params)
+        trace.append(turn.account(completion, kind="summary", node="summary", started=started))
+    else:
+        with otel.model_scope(telemetry, runtime.params, messages, kind="summary") as span:
+            completion = await runtime.provider.complete(messages, None, runtime.params)
+            trace.append(turn.account(completion, kind="summary", node="summary", started=started))
+            otel.end_model_call(span, telemetry, completion, trace[-1]["cost"])
     return limit_words(completion.text)
 
 

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from aiforge.chat.tool_runner import ToolInterrupted, Toolset
+from aiforge.core import otel
 from aiforge.core.aio import closing_iterator
 from aiforge.core.costs import CostTracker
 from aiforge.core.tier_override import with_batch_tier
 from aiforge.core.tokens import TRUNCATED_FINISH_REASONS
-from aiforge.core.types import CallParams, Completion, Message, ToolResult, TraceRecord
+from aiforge.core.types import CallParams, Completion, Message, ToolCall, ToolResult, TraceRecord
 from aiforge.core.waits import Waits, start_turn
 from aiforge.providers.base import Provider
 
@@ -36,6 +37,8 @@ class AgentRuntime:
     toolset: Toolset
     cost_tracker: CostTracker
     price_overrides: dict[str, dict[str, float]] | None
+    telemetry: otel.Telemetry | None = None
+    """Where the agent's OpenTelemetry spans go (``OTEL=True``); None: no spans."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,14 +74,35 @@ class Turn:
         self.step_streamed_text = False
         runtime = self.runtime
         params = with_batch_tier(self.params or runtime.params)
-        if self.emit is None:
-            completion = await runtime.provider.complete(messages, runtime.toolset.specs, params)
+        telemetry = runtime.telemetry
+        if telemetry is None:
+            completion = await self._request(messages, params)
+            record = self.account(completion, kind="chat", node=node, started=started)
         else:
-            completion = await self._stream(messages, params)
-        record = self.account(completion, kind="chat", node=node, started=started)
+            with otel.model_scope(telemetry, params, messages, streamed=self.emit is not None) as span:
+                completion = await self._request(messages, params)
+                record = self.account(completion, kind="chat", node=node, started=started)
+                otel.end_model_call(span, telemetry, completion, record["cost"])
         if completion.refusal is not None:
             record["refusal"] = completion.refusal
         return completion, record
+
+    async def _request(self, messages: list[Message], params: CallParams) -> Completion:
+        runtime = self.runtime
+        if self.emit is None:
+            return await runtime.provider.complete(messages, runtime.toolset.specs, params)
+        return await self._stream(messages, params)
+
+    async def execute_tool(self, call: ToolCall) -> tuple[str, bool, TraceRecord]:
+        """Run one tool call (``Toolset.execute``), in an ``execute_tool`` span when spans are on."""
+        toolset, telemetry = self.runtime.toolset, self.runtime.telemetry
+        if telemetry is None:
+            return await toolset.execute(call)
+        tool = toolset.by_name.get(call["name"])
+        with otel.tool_scope(telemetry, call, getattr(tool, "description", None)) as span:
+            output, error, record = await toolset.execute(call)
+            otel.end_tool_call(span, telemetry, output, error)
+        return output, error, record
 
     async def _stream(self, messages: list[Message], params: CallParams) -> Completion:
         runtime = self.runtime

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiforge.chat.response import label_message
 from aiforge.chat.structured import TurnOutcome
-from aiforge.core.types import Completion, Message
+from aiforge.core import otel
+from aiforge.core.types import CallParams, Completion, LabelScores, Message, TraceRecord
 
 if TYPE_CHECKING:
     from aiforge.chat.runtime import Turn
@@ -31,11 +32,17 @@ async def scored_outcome(
     """The outcome of answering ``messages`` with the likeliest of ``labels`` (label text -> output value)."""
     started = time.perf_counter()
     params = turn.params or turn.runtime.params
-    scores = await provider.score_labels(messages, list(labels), params)
+    telemetry = turn.runtime.telemetry
+    if telemetry is None:
+        scores = await provider.score_labels(messages, list(labels), params)
+        completion, record = _accounted(turn, scores, labels, params, started)
+    else:
+        with otel.model_scope(telemetry, params, messages, kind=SCORE_KIND) as span:
+            scores = await provider.score_labels(messages, list(labels), params)
+            completion, record = _accounted(turn, scores, labels, params, started)
+            otel.end_model_call(span, telemetry, completion, record["cost"])
     value = labels[scores.answer]
-    reply = label_message(value)
-    completion = Completion(text=reply, usage=scores.usage, model=scores.model or params.model, finish_reason="stop")
-    record = turn.account(completion, kind=SCORE_KIND, node="score", started=started)
+    reply = completion.text
     record["probabilities"] = dict(scores.probabilities)
     return TurnOutcome(
         produced=[{"role": "assistant", "content": reply}],
@@ -48,3 +55,12 @@ async def scored_outcome(
         confidence=scores.confidence,
         label_probabilities=dict(scores.probabilities),
     )
+
+
+def _accounted(
+    turn: Turn, scores: LabelScores, labels: Mapping[str, Any], params: CallParams, started: float
+) -> tuple[Completion, TraceRecord]:
+    """The scored answer as a call's ``Completion`` (its reply the answer's JSON form), costed and traced."""
+    reply = label_message(labels[scores.answer])
+    completion = Completion(text=reply, usage=scores.usage, model=scores.model or params.model, finish_reason="stop")
+    return completion, turn.account(completion, kind=SCORE_KIND, node="score", started=started)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.chat.runtime import AgentRuntime
 from aiforge.chat.tool_runner import Toolset
 from aiforge.core.costs import CostTracker
+from aiforge.core.otel import telemetry_of
 from aiforge.core.settings import AIForgeSettings, load_settings
 from aiforge.core.types import CallParams, ConfigError, UsageError
 from aiforge.providers.base import warn_of_unsent_settings
@@ -88,4 +89,5 @@ class AgentSetup:
             toolset=toolset,
             cost_tracker=cost_tracker,
             price_overrides=settings.PRICES or None,
+            telemetry=telemetry_of(settings, self.provider_name, provider),
         )

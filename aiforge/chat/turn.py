@@ -21,6 +21,7 @@ from aiforge.chat.response import ChatResponse, ToolCallRecord
 from aiforge.chat.runtime import ToolEvent, Turn, final_call_truncated
 from aiforge.chat.scored_turn import scored_outcome
 from aiforge.chat.structured import TurnOutcome, output_spec, run_turn
+from aiforge.core import otel
 from aiforge.core.trace_steps import with_steps
 from aiforge.core.types import Message, UsageError
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from aiforge.chat.cached_turns import TurnKeyBase
     from aiforge.chat.runtime import AgentRuntime
     from aiforge.chat.sessions import ChatStore
+    from aiforge.core.output import OutputSpec
     from aiforge.providers.base import Provider
     from aiforge.store import ResponseCache
 
@@ -79,9 +81,26 @@ async def agent_turn(
     """Run one turn in ``conversation`` (``remember=False``: a batch item, kept out of history and session).
 
     ``labels`` (label text -> output value): the turn is answered by scoring them (``scored_turn``), not generated.
+    With ``OTEL=True`` the turn is an ``invoke_agent`` span (``core.otel``), a response-cache hit included.
     """
     checked_message(message)
     spec = output_spec(output)
+    telemetry = agent._runtime.telemetry
+    if telemetry is None:
+        return await _turn_of(agent, conversation, system_prompt, message, emit, spec, remember, cache, labels)
+    params = replace(agent._runtime.params, output=spec)
+    user: list[Message] = [{"role": "user", "content": message}]
+    with otel.agent_scope(telemetry, params, conversation_id=conversation.id, messages=user) as span:
+        response = await _turn_of(agent, conversation, system_prompt, message, emit, spec, remember, cache, labels)
+        otel.end_turn(span, telemetry, response)
+    return response
+
+
+async def _turn_of(
+    agent: TurnOwner, conversation: Conversation, system_prompt: str | None, message: str,
+    emit: Callable[[str | ToolEvent], None] | None, spec: OutputSpec | None, remember: bool,
+    cache: ResponseCache | None, labels: Mapping[str, Any] | None,
+) -> ChatResponse:
     started = time.perf_counter()
     async with conversation.lock:
         if remember and agent._store is not None:

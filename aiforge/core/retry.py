@@ -7,7 +7,7 @@ for streams), so retries never multiply. An attempt raises errors already mapped
 
 A ``Retry-After`` hint is honoured exactly when it is at most ``RETRY_MAX_WAIT``; a longer hint
 fails at once with ``RateLimitError``, because blocking a notebook cell for minutes is worse
-than telling the user when to come back.
+than telling the user when to come back. Each retry is an event on the model call's span (``core.otel``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from aiforge.core.otel import note_retry
 from aiforge.core.types import (
     APIConnectionError,
     APITimeoutError,
@@ -166,6 +167,8 @@ async def call_with_retries(
             if delay is None:
                 raise
             retried(retries_done + 1, error, delay)  # the turn's trace; the backoff stays in its latency
+
+            note_retry(error, delay, retries_done)
         await sleep(delay)
         retries_done += 1
 
@@ -195,6 +198,8 @@ async def iterate_with_retries(
             if delay is None:
                 raise
             retried(retries_done + 1, error, delay)
+
+            note_retry(error, delay, retries_done)
         finally:
             aclose = getattr(iterator, "aclose", None)
             if aclose is not None:

@@ -139,6 +139,12 @@ class AIForgeSettings(BaseSettings):
     """Response cache: False (off), True (a SQLite file in the user's cache directory), a file path, or "memory"."""
     STORE: Annotated[bool | str, BeforeValidator(_cache_value)] = True
     """Sessions and the turn log: True (a SQLite file in the user's data directory), a path, "memory", False (off)."""
+    OTEL: bool = False
+    """OpenTelemetry spans of turns, model calls, tools and batches (GenAI semantic conventions), sent to the tracer
+    provider the application set up; needs ``pip install "aiforge-kit[otel]"`` (``aiforge.core.otel``)."""
+    OTEL_CONTENT: bool | None = None
+    """Record message content (prompts, replies, tool arguments and results) on the spans; None follows the standard
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT (true, SPAN_ONLY or SPAN_AND_EVENT turn it on)."""
     REPLAY: Literal["record", "replay", "auto"] | None = None
     """Record provider exchanges to REPLAY_FILE, replay them from it, or "auto" (replay when recorded and no key)."""
     REPLAY_FILE: str | None = None
