@@ -193,8 +193,9 @@ class EvalResult:
         accuracy = table["accuracy"].to_numpy(dtype=float)
         errors = [accuracy - table["low"].to_numpy(dtype=float), table["high"].to_numpy(dtype=float) - accuracy]
         ax.errorbar(table["cost"], accuracy, yerr=errors, fmt="o", capsize=4)
-        for name, cost, value in zip(table.index, table["cost"], accuracy, strict=True):
-            ax.annotate(str(name), (cost, value), textcoords="offset points", xytext=(6, 4), fontsize=9)
+        for (cost, value), names in _points(table.index, table["cost"], accuracy).items():
+            ax.annotate(", ".join(names), (cost, value), textcoords="offset points", xytext=(6, 4), fontsize=9)
+        ax.locator_params(axis="x", nbins=4)  # dollar ticks with many decimals run into each other otherwise
         ax.set_xlabel("cost (USD)")
         ax.set_ylabel("accuracy (95 % interval)")
         ax.set_ylim(-0.05, 1.05)
@@ -221,6 +222,17 @@ class EvalResult:
             f"<div><b>Evaluation</b> · {len(self.candidates)} candidates on {len(self.frame)} rows "
             f"(truth: {html.escape(self.truth)}{html.escape(left)}){table}</div>"
         )
+
+
+def _points(
+    names: Sequence[Any], costs: Sequence[float], accuracies: Sequence[float]
+) -> dict[tuple[float, float], list[str]]:
+    """Candidates by their point on the plot: those at the same cost and accuracy (two free models that score
+    alike) share one label instead of printing over each other."""
+    points: dict[tuple[float, float], list[str]] = {}
+    for name, cost, value in zip(names, costs, accuracies, strict=True):
+        points.setdefault((float(cost), float(value)), []).append(str(name))
+    return points
 
 
 def _scored(metric: Callable[[Any, Any], bool | float], prediction: Any, truth: Any, candidate: str) -> float:

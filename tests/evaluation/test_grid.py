@@ -247,6 +247,23 @@ def test_the_summary_shows_as_html_and_plots_accuracy_against_cost() -> None:
         plt.close(ax.figure)
 
 
+def test_candidates_on_the_same_point_of_the_plot_share_one_label() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    result = ROWS.head(8).aiforge.evaluate(
+        prompts={"p": "{review}", "q": "Review: {review}"}, agents={"echo": echo_truth(), "const": constant()},
+        truth="label", labels=LABELS,
+    )
+    ax = result.plot()
+    try:
+        assert sorted(t.get_text() for t in ax.texts) == ["p/const, q/const", "p/echo, q/echo"]
+    finally:
+        plt.close(ax.figure)
+
+
 def test_a_metric_that_raises_is_named_and_the_result_can_be_rescored() -> None:
     agent = ChatAgent(provider=ScriptedProvider(default="x"))
     result = ROWS.head(2).aiforge.evaluate(prompts={"p": "{review}"}, agents={"m": agent}, truth="label",
