@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import html
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from aiforge.core.types import UsageError
@@ -225,7 +225,7 @@ class EvalResult:
 
 
 def _points(
-    names: Sequence[Any], costs: Sequence[float], accuracies: Sequence[float]
+    names: Iterable[Any], costs: Iterable[float], accuracies: Iterable[float]
 ) -> dict[tuple[float, float], list[str]]:
     """Candidates by their point on the plot: those at the same cost and accuracy (two free models that score
     alike) share one label instead of printing over each other."""
