@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.core.aio import run_sync
 from aiforge.core.pricing import price_of
 from aiforge.core.tokens import estimate_tokens
-from aiforge.core.types import ConfigError, EmbeddingLimits, Usage, UsageError
+from aiforge.core.types import ConfigError, EmbeddingLimits, ProviderError, Usage, UsageError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -323,8 +323,6 @@ def _unit_rows(vectors: Any, count: int, provider: str) -> np.ndarray:
     """A provider's vectors as float32 rows of length 1 (a zero row stays zero); checks there is one per text."""
     import numpy as np
 
-    from aiforge.core.types import ProviderError
-
     matrix = np.asarray(vectors, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[0] != count or not np.isfinite(matrix).all():
         raise ProviderError(
@@ -333,7 +331,8 @@ def _unit_rows(vectors: Any, count: int, provider: str) -> np.ndarray:
             provider=provider,
         )
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    unit: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    return unit
 
 
 def _encoded(row: np.ndarray) -> dict[str, Any]:
