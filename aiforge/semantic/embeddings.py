@@ -139,8 +139,9 @@ async def arun_embeddings(
         from aiforge.providers import embedding_providers
 
         raise ConfigError(
-            f"the {agent.provider_name} provider cannot embed texts (it has no embeddings API); embeddings work "
-            f"with: {', '.join(embedding_providers())}. Use an agent of one of them: ChatAgent(provider=...)."
+            f"the {agent.provider_name} provider cannot embed texts (no embeddings API, or behind a REPLAY cassette, "
+            f"which records no embeddings); embeddings work with: {', '.join(embedding_providers())}. "
+            "Use an agent of one of them: ChatAgent(provider=...)."
         )
     name = provider.embedding_model(model or agent.settings.EMBEDDING_MODEL)
     store = _cache_of(agent, cache)

@@ -132,7 +132,7 @@ def test_bad_options_are_refused(option: str, value: Any) -> None:
 
 def test_a_provider_without_embeddings_names_the_ones_with() -> None:
     agent = ChatAgent(provider="anthropic", ANTHROPIC_API_KEY="sk-ant-test-key")
-    with pytest.raises(ConfigError, match=r"anthropic provider cannot embed.*openai.*scripted"):
+    with pytest.raises(ConfigError, match=r"anthropic provider cannot embed.*embeddings work with: .*openai.*scripted"):
         embed_texts(agent, ["a"])
 
 
