@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -81,7 +81,7 @@ class EmbeddingRun:
 
 def embed_texts(
     agent: ChatAgent,
-    texts: Sequence[str],
+    texts: Iterable[str],
     *,
     model: str | None = None,
     cache: CacheOption = None,
@@ -103,7 +103,7 @@ def embed_texts(
 
 def run_embeddings(
     agent: ChatAgent,
-    texts: Sequence[str],
+    texts: Iterable[str],
     *,
     model: str | None = None,
     cache: CacheOption = None,
@@ -122,7 +122,7 @@ def run_embeddings(
 
 async def arun_embeddings(
     agent: ChatAgent,
-    texts: Sequence[str],
+    texts: Iterable[str],
     *,
     model: str | None = None,
     cache: CacheOption = None,
@@ -154,9 +154,10 @@ async def arun_embeddings(
     return run.result(checked, found, embedded=len(missing), cached=len(distinct) - len(missing))
 
 
-def _checked_texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        raise UsageError(f"texts must be a sequence of strings (a list), not {type(texts).__name__}")
+def _checked_texts(texts: Iterable[str]) -> list[str]:
+    """``texts`` as a list (a Series or an array gives its values); a ``UsageError`` naming what is not text."""
+    if isinstance(texts, str | bytes | Mapping) or not isinstance(texts, Iterable):
+        raise UsageError(f"texts must be a list of strings (or a Series of them), not {type(texts).__name__}")
     texts = list(texts)
     wrong = [i for i, text in enumerate(texts) if not isinstance(text, str)]
     if wrong:
