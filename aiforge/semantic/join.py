@@ -22,6 +22,7 @@ steps, and every failure. A question that failed is never read as "no match": it
 from __future__ import annotations
 
 import warnings
+from types import GenericAlias
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -214,7 +215,9 @@ def _classified(
     if not lefts.values or not rights.values:
         return set()
     numbers = tuple(str(n) for n in range(1, len(rights.values) + 1))
-    output: Any = list[Literal[numbers]] if multiple else Literal[(*numbers, _NO_MATCH)]
+    # Numbers (from 1) rather than the right rows' values: short, and the same whatever the values hold.
+    label: Any = Literal[numbers] if multiple else Literal[(*numbers, _NO_MATCH)]
+    output = GenericAlias(list, (label,)) if multiple else label
     questions = [template.classify_question(row, rights.values, multiple) for row in lefts.values]
     batch = _ask(agent, questions, output, concurrency, options, report)
     pairs: set[tuple[int, int]] = set()

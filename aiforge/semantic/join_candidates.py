@@ -60,4 +60,5 @@ def _unit_rows(vectors: np.ndarray, side: str) -> np.ndarray:
     if not np.isfinite(array).all():
         raise UsageError(f"join: the {side} embeddings hold NaN or infinite values.")
     norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)
+    unit: np.ndarray = np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)
+    return unit

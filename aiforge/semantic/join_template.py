@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
@@ -70,7 +70,7 @@ class PairTemplate:
         rows = {"left": left, "right": right}
         return "".join(lit + ("" if f is None else str(rows[f[0]][f[1]])) for lit, f in self.parts)
 
-    def classify_question(self, left: Mapping[Any, Any], items: list[Mapping[Any, Any]], multiple: bool) -> str:
+    def classify_question(self, left: Mapping[Any, Any], items: Sequence[Mapping[Any, Any]], multiple: bool) -> str:
         """The prompt for one left row over every right item: the question, then the numbered items."""
         question = "".join(
             lit + ("" if f is None else str(left[f[1]]) if f[0] == "left" else f"<the item's {f[1]}>")
@@ -119,4 +119,4 @@ def _field(template: str, name: str, spec: str | None, conversion: str | None) -
             f"Field {{{name}}} in join prompt {template!r} has a format spec or conversion (':...' or '!...'), "
             "which templates do not allow: name a column as it is."
         )
-    return cast(Side, side), column
+    return side, column

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from aiforge.providers.scripted import ScriptedProvider
 from aiforge.semantic.join import CLASSIFY_MAX_RIGHT, JoinReport
 from aiforge.semantic.join_candidates import nearest
 from bench.semantic_join import PROMPT, join_set, scores, scripted_reply, truth_answer
+from fakellm import LLMServer, Reply
 
 
 def knowing(left: pd.DataFrame, right: pd.DataFrame, truth: set[tuple[str, str]]) -> ChatAgent:
@@ -238,3 +240,38 @@ def test_nearest_breaks_ties_by_right_position_and_ignores_zero_vectors() -> Non
 def test_nearest_refuses_vectors_it_cannot_compare(left: Any, right: Any, k: int, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         nearest(left, right, k)
+
+
+# --- the batch options, and through the real openai SDK ---------------------------------------------------------------
+
+
+def test_a_cached_join_asks_nothing_the_second_time() -> None:
+    agent = knowing(TICKETS, PRODUCTS, SMALL_TRUTH)
+    first = TICKETS.aiforge.join(PRODUCTS, PROMPT, agent=agent, cache="memory")
+    again = TICKETS.aiforge.join(PRODUCTS, PROMPT, agent=agent, cache="memory")
+    assert len(agent.provider.calls) == 3 and again.equals(first)
+    assert (first.attrs["aiforge"].chat_requests, again.attrs["aiforge"].chat_requests) == (3, 0)
+
+
+@pytest.fixture
+def srv() -> Iterator[LLMServer]:
+    with LLMServer(strict=True) as server:
+        yield server
+
+
+def openai_agent(server: LLMServer) -> ChatAgent:
+    return ChatAgent(
+        provider="openai", OPENAI_API_KEY="sk-test-key", OPENAI_BASE_URL=server.openai_base_url, MAX_RETRIES=0,
+        memory="none",
+    )
+
+
+def test_classify_join_through_the_openai_sdk(srv: LLMServer) -> None:
+    left, right, truth = join_set(40, 12)
+    answer = truth_answer(left, right, truth)
+    srv.default = lambda request: Reply(output={"value": answer(request.last_user_text)})
+    joined = left.aiforge.join(right, PROMPT, how="left", agent=openai_agent(srv), concurrency=4)
+    assert srv.request_count == 40 and joined.attrs["aiforge"].chat_requests == 40
+    assert srv.requests[0].output_schema["properties"]["value"]["items"]["enum"] == [str(n) for n in range(1, 13)]
+    assert scores(joined.dropna(subset=["name"]), truth) == (1.0, 1.0)
+    assert len(joined) == 40 and joined["name"].isna().sum() == 4  # the four tickets about no product
