@@ -22,8 +22,6 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from bench.common import Row
-
 if TYPE_CHECKING:
     import pandas as pd
 

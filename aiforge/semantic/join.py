@@ -11,19 +11,20 @@ surface is ``left.aiforge.join(right, ...)``) answers one of two ways, chosen by
   At most n x k questions, plus the embedding requests; a pair the embeddings do not propose is never asked, so
   recall is bounded by the blocking step's (``bench/semantic_join.py`` measures both).
 
-Rows are compared by the values of the columns the prompt names: identical rows are asked about once. A row with
-a missing value in one of them is asked nothing and matches nothing. Each question is one ``run_batch`` item, so
-the batch options apply (``cache=``, ``checkpoint=``, ``max_cost=``, ``concurrency``, progress). The result is
-``join_frame.joined_frame``'s; its ``.attrs["aiforge"]`` is a ``JoinReport``: requests, tokens and cost of both
-steps, and every failure. A question that failed is never read as "no match": its pairs are left out, listed in
-``JoinReport.failed``, and a warning says how many.
+Rows are compared by the values of the columns the prompt names: identical rows are asked about once, and each
+side's texts are embedded once. A row with a missing or blank value in one of them is asked nothing and matches
+nothing (a ``MissingValueError`` in ``JoinReport.failed``). Each question is one ``run_batch`` item, so the batch
+options apply (``cache=``, also the embeddings', ``checkpoint=``, ``max_cost=``, ``concurrency``, progress). The
+result is ``join_frame.joined_frame``'s; its ``.attrs["aiforge"]`` is a ``JoinReport``: requests, tokens and cost
+of both steps, and every failure. A question that failed is never read as "no match": the pairs it asks about are
+left out, listed in ``JoinReport.failed``, and a warning says how many.
 """
 
 from __future__ import annotations
 
 import warnings
-from types import GenericAlias
 from dataclasses import dataclass, field
+from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Literal
 
 from aiforge.batch.options import BATCH_ARGUMENTS
@@ -76,7 +77,9 @@ class JoinReport:
     chat_requests: int = 0
     """Model requests those questions made (output retries included; none for a cached answer)."""
     embedding_requests: int = 0
+    """Embeddings requests sent (``"candidates"`` only)."""
     embedded_texts: int = 0
+    """Distinct texts embedded (texts served by the response cache not counted)."""
     embedding_tokens: int = 0
     embedding_cost: float = 0.0
     matches: int = 0
@@ -127,7 +130,7 @@ class _Rows:
         seen: dict[tuple[str, ...], int] = {}
         records = zip(*(frame[column].tolist() for column in columns), strict=True)
         for position, record in enumerate(records):
-            if any(is_missing(value) for value in record):
+            if any(_blank(value) for value in record):
                 rows.missing.append(position)
                 continue
             key = tuple(map(str, record))  # a question reads str(value): rows that read alike are one
@@ -247,7 +250,7 @@ def _proposed(
     if not lefts.values or not rights.values:
         nearest_rows: list[list[int]] = []
     else:
-        left_vectors, right_vectors = _embedded(agent, template, lefts, rights, report)
+        left_vectors, right_vectors = _embedded(agent, template, lefts, rights, options.get("cache"), report)
         nearest_rows = nearest(left_vectors, right_vectors, k).tolist()
     asked: dict[str, list[tuple[int, int]]] = {}
     for lk, candidates in enumerate(nearest_rows):
@@ -274,16 +277,17 @@ def _proposed(
 
 
 def _embedded(
-    agent: ChatAgent, template: PairTemplate, lefts: _Rows, rights: _Rows, report: JoinReport
+    agent: ChatAgent, template: PairTemplate, lefts: _Rows, rights: _Rows, cache: Any, report: JoinReport
 ) -> tuple[Any, Any]:
-    """Both sides' vectors from one ``embed_texts`` call (the texts of the columns the prompt names)."""
-    from aiforge.semantic.embeddings import embed_texts
+    """Both sides' vectors from one embeddings run (the texts of the columns the prompt names), its cost reported."""
+    from aiforge.semantic.embeddings import run_embeddings
 
     texts = [side_text(row, template.fields("left")) for row in lefts.values]
     texts += [side_text(row, template.fields("right")) for row in rights.values]
-    vectors = embed_texts(agent, texts)
-    report.embedded_texts = len(texts)
-    return vectors[: len(lefts.values)], vectors[len(lefts.values) :]
+    run = run_embeddings(agent, texts, cache=cache)
+    report.embedding_requests, report.embedded_texts = run.requests, run.embedded
+    report.embedding_tokens, report.embedding_cost = run.usage.input_tokens, run.cost
+    return run.vectors[: len(lefts.values)], run.vectors[len(lefts.values) :]
 
 
 def _ask(
@@ -307,6 +311,11 @@ def _requests_made(batch: BatchResult) -> int:
     return answered + sent_and_failed
 
 
+def _blank(value: Any) -> bool:
+    """A value a question cannot be about: missing, or a string of only whitespace (nothing to embed either)."""
+    return is_missing(value) or (isinstance(value, str) and not value.strip())
+
+
 def _expanded(left_positions: list[int], right_positions: list[int]) -> set[tuple[int, int]]:
     return {(i, j) for i in left_positions for j in right_positions}
 
@@ -315,7 +324,7 @@ def _missing_rows(frame: pd.DataFrame, rows: _Rows, template: PairTemplate, side
     """A failure per row not asked: a missing value in a column the prompt names."""
     failures = []
     for position in rows.missing:
-        empty = [c for c in template.fields(side) if is_missing(frame[c].iloc[position])]
+        empty = [c for c in template.fields(side) if _blank(frame[c].iloc[position])]
         error = MissingValueError(f"missing value: {', '.join(f'{side}.{c}' for c in empty)}")
         label = frame.index[position]
         failures.append(JoinFailure(label, None, error) if side == "left" else JoinFailure(None, label, error))
@@ -323,13 +332,12 @@ def _missing_rows(frame: pd.DataFrame, rows: _Rows, template: PairTemplate, side
 
 
 def _warn_if_failed(report: JoinReport) -> None:
-    if not report.failed:
-        return
+    unanswered = 0 if report.batch is None else len(report.batch.failed)
     missing = sum(isinstance(f.error, MissingValueError) for f in report.failed)
-    unanswered = len(report.failed) - missing
-    said = [f"{unanswered} question(s) got no answer, so their pairs are left out, not decided as no match"] * bool(
-        unanswered
-    ) + [f"{missing} row(s) with a missing value were not asked"] * bool(missing)
-    warnings.warn(
-        f"join: {'; '.join(said)}: see result.attrs['aiforge'].failed.", UserWarning, stacklevel=_caller_stacklevel()
-    )
+    said = [f"{unanswered} question(s) got no answer, so the pairs they ask about are left out, not decided as "
+            "no match"] * bool(unanswered) + [f"{missing} row(s) with a missing value were not asked"] * bool(missing)
+    if said:
+        warnings.warn(
+            f"join: {'; '.join(said)}: see result.attrs['aiforge'].failed.", UserWarning,
+            stacklevel=_caller_stacklevel(),
+        )

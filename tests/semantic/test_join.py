@@ -30,6 +30,19 @@ def user_texts(agent: ChatAgent) -> list[str]:
     return [call.last_user_message for call in agent.provider.calls]
 
 
+@pytest.fixture
+def srv() -> Iterator[LLMServer]:
+    with LLMServer(strict=True) as server:
+        yield server
+
+
+def openai_agent(server: LLMServer) -> ChatAgent:
+    return ChatAgent(
+        provider="openai", OPENAI_API_KEY="sk-test-key", OPENAI_BASE_URL=server.openai_base_url, MAX_RETRIES=0,
+        memory="none",
+    )
+
+
 TICKETS = pd.DataFrame(
     {"text": ["the velora kettle leaks", "my quibbix toaster burns", "where is my invoice?"], "id": [1, 2, 3]},
     index=pd.Index(["a", "b", "c"], name="ticket"),
@@ -93,6 +106,79 @@ def test_auto_classifies_up_to_the_threshold_and_blocks_by_embedding_above() -> 
     left, right, truth = join_set(3, CLASSIFY_MAX_RIGHT)
     joined = left.aiforge.join(right, PROMPT, agent=knowing(left, right, truth))
     assert joined.attrs["aiforge"].strategy == "classify"
+    left, right, truth = join_set(3, CLASSIFY_MAX_RIGHT + 1)
+    joined = left.aiforge.join(right, PROMPT, agent=knowing(left, right, truth))
+    assert joined.attrs["aiforge"].strategy == "candidates"
+
+
+# --- candidates by embedding, then a yes/no per pair -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [5, 10])
+def test_candidates_find_the_known_matches_with_far_fewer_than_n_x_m_requests(k: int) -> None:
+    left, right, truth = join_set(200, 200)
+    agent = knowing(left, right, truth)
+    joined = left.aiforge.join(right, PROMPT, agent=agent, k=k)
+    report = joined.attrs["aiforge"]
+    assert report.strategy == "candidates" and report.naive_questions == 40_000
+    assert scores(joined, truth) == (1.0, 1.0) and len(joined) == len(truth) == 180
+    chat, embedding = len(agent.provider.calls), len(agent.provider.embed_calls)
+    assert (chat, embedding) == (report.chat_requests, report.embedding_requests)
+    assert chat <= 200 * k and 1 <= embedding <= 2 and report.requests <= 200 * k + 2
+    assert all(call.params.output.output_type is bool for call in agent.provider.calls)
+    first = agent.provider.calls[0].last_user_message
+    assert first == f"Does the ticket {left['text'].iloc[0]} concern the product {right.loc['P000', 'name']}?"
+
+
+def test_candidates_embed_each_distinct_text_once_and_ask_each_distinct_pair_once() -> None:
+    left, right, truth = join_set(20, 40)
+    doubled = pd.concat([left, left.set_axis([f"D{i}" for i in range(20)])])
+    truth |= {(f"D{int(t[1:])}", p) for t, p in truth}  # D7 is T007 again
+    agent = knowing(doubled, right, truth)
+    joined = doubled.aiforge.join(right, PROMPT, agent=agent, k=3)
+    assert len(agent.provider.calls) == 20 * 3 == joined.attrs["aiforge"].questions
+    assert sorted(text for call in agent.provider.embed_calls for text in call) == sorted(
+        [*left["text"], *right["name"]]
+    )
+    assert scores(joined, truth) == (1.0, 1.0) and len(joined) == 2 * 18
+
+
+def test_a_pair_the_embeddings_do_not_propose_is_never_asked() -> None:
+    left, right, truth = join_set(200, 200)
+    agent = knowing(left, right, truth)
+    joined = left.aiforge.join(right, PROMPT, agent=agent, k=1)
+    recall, precision = scores(joined, truth)
+    assert len(agent.provider.calls) == 200 and precision == 1.0 and 0.8 < recall < 1.0
+
+
+def test_a_failed_pair_decision_is_reported_with_both_labels_and_warned() -> None:
+    answer = truth_answer(TICKETS, PRODUCTS, SMALL_TRUTH)
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        question = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+        return "maybe" if "Velora kettle" in question else json.dumps({"value": answer(question)})
+
+    agent = ChatAgent(provider=ScriptedProvider(default=reply), memory="none", output_retries=0)
+    with pytest.warns(UserWarning, match=r"3 question\(s\) got no answer"):
+        joined = TICKETS.aiforge.join(PRODUCTS, PROMPT, agent=agent, strategy="candidates", k=3)
+    report = joined.attrs["aiforge"]
+    assert sorted((f.left, f.right) for f in report.failed) == [("a", "k"), ("b", "k"), ("c", "k")]
+    assert list(joined.index) == [("b", "t")]
+
+
+def test_candidates_through_the_openai_sdk_use_the_embeddings_and_chat_endpoints(srv: LLMServer) -> None:
+    left, right, truth = join_set(60, 60)
+    answer = truth_answer(left, right, truth)
+    srv.default = lambda request: Reply(output={"value": answer(request.last_user_text)})
+    joined = left.aiforge.join(right, PROMPT, how="left", agent=openai_agent(srv), k=5, concurrency=4)
+    report = joined.attrs["aiforge"]
+    paths = [request.path for request in srv.requests]
+    embeddings = [request for request in srv.requests if request.path.endswith("/embeddings")]
+    assert len(embeddings) == report.embedding_requests >= 1
+    assert paths.count("/v1/chat/completions") == report.chat_requests == 60 * 5
+    assert all(r.output_schema["properties"]["value"]["type"] == "boolean" for r in srv.requests if r not in embeddings)
+    assert scores(joined.dropna(subset=["name"]), truth) == (1.0, 1.0) and joined["name"].isna().sum() == 6
+    assert report.embedding_tokens > 0
 
 
 # --- pandas merge conventions ---------------------------------------------------------------------------------------
@@ -251,19 +337,6 @@ def test_a_cached_join_asks_nothing_the_second_time() -> None:
     again = TICKETS.aiforge.join(PRODUCTS, PROMPT, agent=agent, cache="memory")
     assert len(agent.provider.calls) == 3 and again.equals(first)
     assert (first.attrs["aiforge"].chat_requests, again.attrs["aiforge"].chat_requests) == (3, 0)
-
-
-@pytest.fixture
-def srv() -> Iterator[LLMServer]:
-    with LLMServer(strict=True) as server:
-        yield server
-
-
-def openai_agent(server: LLMServer) -> ChatAgent:
-    return ChatAgent(
-        provider="openai", OPENAI_API_KEY="sk-test-key", OPENAI_BASE_URL=server.openai_base_url, MAX_RETRIES=0,
-        memory="none",
-    )
 
 
 def test_classify_join_through_the_openai_sdk(srv: LLMServer) -> None:
