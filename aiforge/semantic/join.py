@@ -173,6 +173,11 @@ def semantic_join(
         raise UsageError(f"join: multiple= is True (several matches per left row) or False, not {multiple!r}.")
     template = PairTemplate.parse(prompt, left.columns, right.columns)
     lefts, rights = _Rows.of(left, template.fields("left")), _Rows.of(right, template.fields("right"))
+    own = [name for name in ("output", "estimate") if name in settings]
+    if own:
+        raise UsageError(
+            f"join asks its own questions (a list of numbers, or yes/no per pair): it takes no {own[0]}=."
+        )
     options = {name: settings.pop(name) for name in _BATCH_OPTIONS if name in settings}
     agent = _agent(agent, settings)
     small = len(rights.values) <= CLASSIFY_MAX_RIGHT

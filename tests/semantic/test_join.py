@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -337,6 +338,30 @@ def test_a_cached_join_asks_nothing_the_second_time() -> None:
     again = TICKETS.aiforge.join(PRODUCTS, PROMPT, agent=agent, cache="memory")
     assert len(agent.provider.calls) == 3 and again.equals(first)
     assert (first.attrs["aiforge"].chat_requests, again.attrs["aiforge"].chat_requests) == (3, 0)
+
+
+def test_a_checkpointed_join_run_again_asks_only_the_question_that_failed(tmp_path: Path) -> None:
+    answer, broken = truth_answer(TICKETS, PRODUCTS, SMALL_TRUTH), [True]
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        question = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+        broken_now = broken[0] and "quibbix" in question.split("\n")[0]
+        return "not json" if broken_now else json.dumps({"value": answer(question)})
+
+    agent = ChatAgent(provider=ScriptedProvider(default=reply), memory="none", output_retries=0, CACHE=False)
+    checkpoint = tmp_path / "join.checkpoint"
+    with pytest.warns(UserWarning, match="1 question"):
+        first = TICKETS.aiforge.join(PRODUCTS, PROMPT, agent=agent, checkpoint=checkpoint)
+    assert list(first.index) == [("a", "k")] and len(agent.provider.calls) == 3
+    broken[0] = False
+    again = TICKETS.aiforge.join(PRODUCTS, PROMPT, agent=agent, checkpoint=checkpoint)
+    assert list(again.index) == [("a", "k"), ("b", "t")] and len(agent.provider.calls) == 4
+    assert again.attrs["aiforge"].failed == []
+
+
+def test_output_is_the_joins_own() -> None:
+    with pytest.raises(UsageError, match="join asks its own questions"):
+        TICKETS.aiforge.join(PRODUCTS, PROMPT, agent=knowing(TICKETS, PRODUCTS, SMALL_TRUTH), output=bool)
 
 
 def test_classify_join_through_the_openai_sdk(srv: LLMServer) -> None:
