@@ -123,10 +123,12 @@ class _Rows:
     """Each distinct row's positions in the frame."""
     missing: list[int] = field(default_factory=list)
     """Positions of rows with a missing value in a named column: asked nothing."""
+    labels: Any = None
+    """The frame's index: a position's label, for the failures."""
 
     @classmethod
     def of(cls, frame: pd.DataFrame, columns: tuple[Any, ...]) -> _Rows:
-        rows = cls()
+        rows = cls(labels=frame.index)
         seen: dict[tuple[str, ...], int] = {}
         records = zip(*(frame[column].tolist() for column in columns), strict=True)
         for position, record in enumerate(records):
@@ -171,23 +173,24 @@ def semantic_join(
         raise UsageError(f"join: strategy= is one of {', '.join(map(repr, STRATEGIES))}, not {strategy!r}.")
     if not isinstance(multiple, bool):
         raise UsageError(f"join: multiple= is True (several matches per left row) or False, not {multiple!r}.")
-    template = PairTemplate.parse(prompt, left.columns, right.columns)
-    lefts, rights = _Rows.of(left, template.fields("left")), _Rows.of(right, template.fields("right"))
     own = [name for name in ("output", "estimate") if name in settings]
     if own:
         raise UsageError(
             f"join asks its own questions (a list of numbers, or yes/no per pair): it takes no {own[0]}=."
         )
+    template = PairTemplate.parse(prompt, left.columns, right.columns)
+    lefts, rights = _Rows.of(left, template.fields("left")), _Rows.of(right, template.fields("right"))
     options = {name: settings.pop(name) for name in _BATCH_OPTIONS if name in settings}
     agent = _agent(agent, settings)
     small = len(rights.values) <= CLASSIFY_MAX_RIGHT
     chosen = strategy if strategy != "auto" else "classify" if small else "candidates"
     report = JoinReport(chosen, k if chosen == "candidates" else None, len(lefts.values) * len(rights.values))
     report.failed += _missing_rows(left, lefts, template, "left") + _missing_rows(right, rights, template, "right")
+    asker = _Asker(agent, concurrency, options, report)
     if chosen == "classify":
-        pairs = _classified(agent, template, lefts, rights, multiple, concurrency, options, report, left.index)
+        pairs = _classified(asker, template, lefts, rights, multiple)
     else:
-        pairs = _proposed(agent, template, lefts, rights, k, concurrency, options, report, left.index, right.index)
+        pairs = _proposed(asker, template, lefts, rights, k)
     joined = joined_frame(left, right, pairs, how, suffixes)
     report.matches = len(pairs)
     _warn_if_failed(report)
@@ -209,15 +212,7 @@ def _agent(agent: ChatAgent | None, settings: dict[str, Any]) -> ChatAgent:
 
 
 def _classified(
-    agent: ChatAgent,
-    template: PairTemplate,
-    lefts: _Rows,
-    rights: _Rows,
-    multiple: bool,
-    concurrency: int,
-    options: dict[str, Any],
-    report: JoinReport,
-    left_index: pd.Index,
+    asker: _Asker, template: PairTemplate, lefts: _Rows, rights: _Rows, multiple: bool
 ) -> set[tuple[int, int]]:
     """One question per distinct left row over the numbered right rows: the pairs of positions it matched."""
     if not lefts.values or not rights.values:
@@ -227,7 +222,7 @@ def _classified(
     label: Any = Literal[numbers] if multiple else Literal[(*numbers, _NO_MATCH)]
     output = GenericAlias(list, (label,)) if multiple else label
     questions = [template.classify_question(row, rights.values, multiple) for row in lefts.values]
-    batch = _ask(agent, questions, output, concurrency, options, report)
+    batch = asker.ask(questions, output)
     pairs: set[tuple[int, int]] = set()
     for position, result in zip(batch.indices, batch.results, strict=True):
         chosen = result.output if multiple else [result.output]
@@ -235,27 +230,18 @@ def _classified(
             if number != _NO_MATCH:
                 pairs |= _expanded(lefts.members[position], rights.members[int(number) - 1])
     for failure in batch.failed:
-        report.failed += [JoinFailure(left_index[i], None, failure.error) for i in lefts.members[failure.position]]
+        asker.report.failed += [
+            JoinFailure(lefts.labels[i], None, failure.error) for i in lefts.members[failure.position]
+        ]
     return pairs
 
 
-def _proposed(
-    agent: ChatAgent,
-    template: PairTemplate,
-    lefts: _Rows,
-    rights: _Rows,
-    k: int,
-    concurrency: int,
-    options: dict[str, Any],
-    report: JoinReport,
-    left_index: pd.Index,
-    right_index: pd.Index,
-) -> set[tuple[int, int]]:
+def _proposed(asker: _Asker, template: PairTemplate, lefts: _Rows, rights: _Rows, k: int) -> set[tuple[int, int]]:
     """The k nearest right rows of each distinct left row by embedding, each pair asked yes/no: the pairs kept."""
     if not lefts.values or not rights.values:
         nearest_rows: list[list[int]] = []
     else:
-        left_vectors, right_vectors = _embedded(agent, template, lefts, rights, options.get("cache"), report)
+        left_vectors, right_vectors = _embedded(asker, template, lefts, rights)
         nearest_rows = nearest(left_vectors, right_vectors, k).tolist()
     asked: dict[str, list[tuple[int, int]]] = {}
     for lk, candidates in enumerate(nearest_rows):
@@ -263,9 +249,7 @@ def _proposed(
             asked.setdefault(template.pair_question(lefts.values[lk], rights.values[rk]), []).append((lk, rk))
     if not asked:
         return set()
-    if "max_cost" in options and options["max_cost"] is not None:  # the embeddings spent part of the budget
-        options = {**options, "max_cost": max(options["max_cost"] - report.embedding_cost, 0.0)}
-    batch = _ask(agent, list(asked), bool, concurrency, options, report)
+    batch = asker.ask(list(asked), bool)
     groups = list(asked.values())
     pairs: set[tuple[int, int]] = set()
     for position, result in zip(batch.indices, batch.results, strict=True):
@@ -274,39 +258,44 @@ def _proposed(
                 pairs |= _expanded(lefts.members[lk], rights.members[rk])
     for failure in batch.failed:
         for lk, rk in groups[failure.position]:
-            report.failed += [
-                JoinFailure(left_index[i], right_index[j], failure.error)
+            asker.report.failed += [
+                JoinFailure(lefts.labels[i], rights.labels[j], failure.error)
                 for i, j in sorted(_expanded(lefts.members[lk], rights.members[rk]))
             ]
     return pairs
 
 
-def _embedded(
-    agent: ChatAgent, template: PairTemplate, lefts: _Rows, rights: _Rows, cache: Any, report: JoinReport
-) -> tuple[Any, Any]:
+def _embedded(asker: _Asker, template: PairTemplate, lefts: _Rows, rights: _Rows) -> tuple[Any, Any]:
     """Both sides' vectors from one embeddings run (the texts of the columns the prompt names), its cost reported."""
     from aiforge.semantic.embeddings import run_embeddings
 
     texts = [side_text(row, template.fields("left")) for row in lefts.values]
     texts += [side_text(row, template.fields("right")) for row in rights.values]
-    run = run_embeddings(agent, texts, cache=cache)
+    run = run_embeddings(asker.agent, texts, cache=asker.options.get("cache"))
+    report = asker.report
     report.embedding_requests, report.embedded_texts = run.requests, run.embedded
     report.embedding_tokens, report.embedding_cost = run.usage.input_tokens, run.cost
     return run.vectors[: len(lefts.values)], run.vectors[len(lefts.values) :]
 
 
-def _ask(
-    agent: ChatAgent,
-    questions: list[str],
-    output: Any,
-    concurrency: int,
-    options: dict[str, Any],
-    report: JoinReport,
-) -> BatchResult:
-    batch: BatchResult = agent.run_batch(questions, concurrency, len(questions), output=output, **options)
-    report.batch, report.questions = batch, len(questions)
-    report.chat_requests = _requests_made(batch)
-    return batch
+@dataclass(frozen=True, slots=True)
+class _Asker:
+    """Sends a list of questions as one ``run_batch`` with the join's options, and notes it on the report."""
+
+    agent: ChatAgent
+    concurrency: int
+    options: dict[str, Any]
+    report: JoinReport
+
+    def ask(self, questions: list[str], output: Any) -> BatchResult:
+        options, report = self.options, self.report
+        if options.get("max_cost") is not None:  # the embeddings spent part of the budget
+            options = {**options, "max_cost": max(options["max_cost"] - report.embedding_cost, 0.0)}
+        batch: BatchResult = self.agent.run_batch(
+            questions, self.concurrency, len(questions), output=output, **options
+        )
+        report.batch, report.questions, report.chat_requests = batch, len(questions), _requests_made(batch)
+        return batch
 
 
 def _requests_made(batch: BatchResult) -> int:
