@@ -87,6 +87,7 @@ class JoinReport:
     batch: BatchResult | None = None
     """The questions' ``BatchResult`` (per-question costs, tokens, failures)."""
     failed: list[JoinFailure] = field(default_factory=list)
+    """Every row pair a failed question asked about, and every row not asked (a missing value): none is a "no"."""
 
     @property
     def requests(self) -> int:
