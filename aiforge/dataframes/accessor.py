@@ -37,6 +37,8 @@ from aiforge.core.columns import OUTPUT_COLUMN, output_columns
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import VALUE_FIELD, no_such_column
 from aiforge.core.types import UsageError
+from aiforge.semantic.join import semantic_join
+from aiforge.semantic.join_candidates import DEFAULT_K
 
 if TYPE_CHECKING:
     from aiforge.chat.agent import ChatAgent
@@ -256,6 +258,37 @@ class DataFrameOperations(_Operations):
         return evaluate(
             self._data, prompts, agents, truth, labels=labels, output=output, metric=metric,
             concurrency=concurrency, checkpoint=checkpoint, **options,
+        )
+
+    def join(
+        self,
+        right: pd.DataFrame,
+        prompt: str,
+        how: str = "inner",
+        *,
+        suffixes: tuple[str | None, str | None] = ("_x", "_y"),
+        strategy: str = "auto",
+        k: int = DEFAULT_K,
+        multiple: bool = True,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.DataFrame:
+        """The row pairs the model says ``prompt`` holds for, merged as ``pd.merge`` does, without n x m calls.
+
+        ``tickets.aiforge.join(products, "Does the ticket {left.text} concern {right.name}?", how="left")``: fields
+        name a side and a column. Up to ``semantic.join.CLASSIFY_MAX_RIGHT`` distinct right rows, each left row is
+        one classification over them (``strategy="classify"``); above, the ``k`` nearest right rows by embedding
+        are each asked yes/no (``"candidates"``). ``how`` and ``suffixes`` are ``merge``'s; the index is a
+        ``MultiIndex`` ``("left", "right")`` of both rows' labels. ``.attrs["aiforge"]`` is a ``JoinReport``
+        (requests, cost, failures). See ``aiforge.semantic.join``.
+        """
+        if not isinstance(right, pd.DataFrame):
+            hint = " (a Series: right.to_frame())" if isinstance(right, pd.Series) else ""
+            raise UsageError(f"join: the right side is a DataFrame, got {type(right).__name__}{hint}.")
+        return semantic_join(
+            self._data, right, prompt, how=how, suffixes=suffixes, strategy=strategy, k=k, multiple=multiple,
+            agent=agent, concurrency=concurrency, **settings,
         )
 
 
