@@ -10,7 +10,7 @@ settle with a topic split and two merged (1 in 100 on the planted topics of test
 Distances are computed ``BLOCK_ROWS`` rows at a time: memory stays at ``BLOCK_ROWS x n_clusters`` whatever n is.
 
 ``cluster_ids`` clusters a text column's distinct texts (an exact duplicate adds no weight to its cluster) and
-gives each row its text's cluster; a missing value has none (``<NA>``).
+gives each row its text's cluster; a missing value or a blank text has none (``<NA>``).
 
 Cluster numbers are renumbered in the order their first row appears (row 0 is in cluster 0), so they do not
 depend on how the centres happened to be drawn.
@@ -18,7 +18,7 @@ depend on how the centres happened to be drawn.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiforge.core.types import UsageError
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from aiforge.chat.agent import ChatAgent
+    from aiforge.semantic.embeddings import CacheOption, EmbeddingRun
 
 MAX_ITERATIONS = 100
 """Lloyd steps at most; on sentence embeddings a few thousand rows settle in well under 30."""
@@ -50,22 +51,22 @@ class ClusterReport:
     seed: int
     sizes: list[int]
     """Rows in each cluster, by cluster number."""
-    embedding: Any = None
-    """What embedding the distinct texts cost (``embeddings.embed_texts``' record), if any."""
+    embedding: EmbeddingRun | None = field(default=None, repr=False)
+    """What embedding the distinct texts cost: requests, tokens, USD, cache hits (None: nothing to embed)."""
 
     @property
     def total_cost(self) -> float:
         """USD of the embeddings."""
-        return float(getattr(self.embedding, "total_cost", 0) or 0)
+        return self.embedding.cost if self.embedding is not None else 0.0
 
     @property
     def total_tokens(self) -> int:
         """Tokens of the embeddings."""
-        return int(getattr(self.embedding, "total_tokens", 0) or 0)
+        return self.embedding.usage.total_tokens if self.embedding is not None else 0
 
 
 def cluster_ids(
-    values: pd.Series, agent: ChatAgent, n_clusters: int, *, seed: int = 0, cache: Any = None
+    values: pd.Series, agent: ChatAgent, n_clusters: int, *, seed: int = 0, cache: CacheOption = None
 ) -> tuple[pd.Series, ClusterReport]:
     """Each row's topic cluster (nullable ``Int64``, on ``values``' index) and the report.
 
@@ -75,7 +76,8 @@ def cluster_ids(
     import numpy as np
     import pandas as pd
 
-    distinct = DistinctTexts.of(values)
+    blank = values.map(lambda value: isinstance(value, str) and not value.strip())
+    distinct = DistinctTexts.of(values.mask(blank))  # a blank text has no topic: <NA>, as a missing one
     if not _whole(n_clusters) or n_clusters < 1:
         raise UsageError(f"cluster: n_clusters is a whole number of clusters >= 1, got {n_clusters!r}.")
     if n_clusters > len(distinct.texts):

@@ -8,13 +8,14 @@ which text, so a result per text goes back to the rows in one step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
     from aiforge.chat.agent import ChatAgent
+    from aiforge.semantic.embeddings import CacheOption, EmbeddingRun
 
 MISSING = -1
 """``DistinctTexts.of_row`` of a row whose value is missing."""
@@ -54,12 +55,19 @@ class DistinctTexts:
         return cls(list(number), np.array(first_rows, dtype=np.int64), np.array(of_row, dtype=np.int64))
 
 
-def embed_distinct(agent: ChatAgent, texts: list[str], cache: Any = None) -> tuple[np.ndarray, Any]:
-    """The embedding of each text (rows in order) through ``agent``'s provider, and what they cost."""
+def embed_distinct(agent: ChatAgent, texts: list[str], cache: CacheOption = None) -> tuple[np.ndarray, EmbeddingRun]:
+    """The embedding of each text (rows in order, length 1) through ``agent``'s provider, and what it cost.
+
+    An empty text (the embeddings APIs reject it) gets a zero vector, similar to nothing.
+
+        vectors, run = embed_distinct(ChatAgent(provider="scripted"), ["refund", "refund please", ""])
+    """
     import numpy as np
 
-    from aiforge.semantic.embeddings import embed_texts
+    from aiforge.semantic.embeddings import run_embeddings
 
-    if not texts:
-        return np.zeros((0, 0), dtype=np.float32), None
-    return embed_texts(agent, texts, cache=cache), None
+    asked = [position for position, text in enumerate(texts) if text]
+    run = run_embeddings(agent, [texts[position] for position in asked], cache=cache)
+    vectors = np.zeros((len(texts), run.vectors.shape[1]), dtype=np.float32)
+    vectors[asked] = run.vectors
+    return vectors, run

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from aiforge.batch.results import BatchResult
     from aiforge.chat.agent import ChatAgent
+    from aiforge.semantic.embeddings import EmbeddingRun
 
 DEFAULT_THRESHOLD = 0.9
 """Cosine similarity at or above which two texts are duplicates when ``threshold=`` is not given."""
@@ -92,22 +93,24 @@ class DedupReport:
     """Asked pairs the model said are duplicates."""
     groups: int = 0
     """Distinct ids among the rows."""
-    embedding: Any = None
-    """What embedding the distinct texts cost (``embeddings.embed_texts``' record), if any."""
-    confirmation: BatchResult | None = None
+    embedding: EmbeddingRun | None = field(default=None, repr=False)
+    """What embedding the distinct texts cost: requests, tokens, USD, cache hits (None: nothing to embed)."""
+    confirmation: BatchResult | None = field(default=None, repr=False)
     """The ``run_batch`` over the asked pairs, with each pair's answer, cost and failures."""
-    pairs: list[tuple[int, int]] = field(default_factory=list)
+    pairs: list[tuple[int, int]] = field(default_factory=list, repr=False)
     """The asked pairs as positions of rows (each pair's first rows), in the order of ``confirmation``."""
 
     @property
     def total_cost(self) -> float:
         """USD of the embeddings and the confirmation batch."""
-        return _number(self.embedding, "total_cost") + _number(self.confirmation, "total_cost")
+        embedding = self.embedding.cost if self.embedding is not None else 0.0
+        return embedding + (self.confirmation.total_cost if self.confirmation is not None else 0.0)
 
     @property
     def total_tokens(self) -> int:
         """Tokens of the embeddings and the confirmation batch."""
-        return int(_number(self.embedding, "total_tokens") + _number(self.confirmation, "total_tokens"))
+        embedding = self.embedding.usage.total_tokens if self.embedding is not None else 0
+        return embedding + (self.confirmation.total_tokens if self.confirmation is not None else 0)
 
 
 def similarity_band(threshold: float | None, confirm: bool | tuple[float, float]) -> Band:
@@ -267,7 +270,3 @@ def _similarity(name: str, value: Any) -> float:
             "(and every pair would be a candidate). Typical thresholds are 0.85-0.95."
         )
     return float(value)
-
-
-def _number(record: Any, name: str) -> float:
-    return float(getattr(record, name, 0) or 0) if record is not None else 0.0
