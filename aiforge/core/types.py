@@ -269,7 +269,8 @@ class EmbeddingLimits:
     max_inputs: int = 2048
     """Texts per request (OpenAI's limit on ``input``'s length)."""
     max_tokens: int = 300_000
-    """Input tokens summed over a request (OpenAI's per-request limit); estimated at 4 characters a token."""
+    """Input tokens summed over a request (OpenAI's per-request limit), estimated high: a text's UTF-8 bytes / 3
+    (English runs near 4 characters a token, Chinese or Japanese near one character of 3 bytes)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,9 +44,9 @@ def test_a_duplicate_text_is_embedded_once_and_shares_its_row() -> None:
 
 def test_texts_are_split_into_requests_by_count_and_by_estimated_tokens() -> None:
     fake = ScriptedProvider(embedding_limits=EmbeddingLimits(max_inputs=3, max_tokens=10))
-    texts = ["one", "two", "three", "four", "x" * 40, "five"]  # "x" * 40 is 10 tokens on its own
+    texts = ["one", "two", "three", "four", "x" * 27, "five", "日本語"]  # UTF-8 bytes / 3: 1, 1, 2, 2, 9, 2, 3
     run = run_embeddings(agent_of(fake), texts, concurrency=1)
-    assert fake.embed_calls == [["one", "two", "three"], ["four"], ["x" * 40], ["five"]]
+    assert fake.embed_calls == [["one", "two", "three"], ["four"], ["x" * 27], ["five", "日本語"]]
     assert run.requests == 4
     assert run_embeddings(agent_of(fake), [f"t{i}" for i in range(5)], batch_size=2, concurrency=1).requests == 3
     assert fake.embed_calls[4:] == [["t0", "t1"], ["t2", "t3"], ["t4"]]
