@@ -124,7 +124,8 @@ class _Operations:
         check_unique_index(values.index)
         agent, options = _semantic_agent(agent, settings)
         ids, report = duplicate_ids(values, agent, DedupRequest(band, template, concurrency, options))
-        return _attach(ids, report)
+        ids.attrs[ATTRS_KEY] = report
+        return ids
 
     def _cluster(
         self, values: pd.Series, n_clusters: int, seed: int, agent: ChatAgent | None, settings: dict[str, Any]
@@ -133,7 +134,8 @@ class _Operations:
 
         agent, options = _semantic_agent(agent, settings)
         ids, report = cluster_ids(values, agent, n_clusters, seed=seed, cache=options.get("cache"))
-        return _attach(ids, report)
+        ids.attrs[ATTRS_KEY] = report
+        return ids
 
 
 @pd.api.extensions.register_dataframe_accessor(ATTRS_KEY)

@@ -178,7 +178,8 @@ def _squared_distances(rows: np.ndarray, centres: np.ndarray) -> np.ndarray:
     import numpy as np
 
     squared = (rows * rows).sum(axis=1)[:, None] - 2 * rows @ centres.T + (centres * centres).sum(axis=1)[None, :]
-    return np.maximum(squared, 0)  # rounding can take an exact match a hair below zero
+    clipped: np.ndarray = np.maximum(squared, 0)  # rounding can take an exact match a hair below zero
+    return clipped
 
 
 def _moved_centres(unit: np.ndarray, labels: np.ndarray, distance: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -202,4 +203,5 @@ def _by_first_appearance(labels: np.ndarray) -> np.ndarray:
     order = np.argsort(first, kind="stable")  # the cluster seen first gets 0
     renumber = np.zeros(int(labels.max()) + 1, dtype=np.int64)
     renumber[np.unique(labels)[order]] = np.arange(len(order))
-    return renumber[labels]
+    renumbered: np.ndarray = renumber[labels]
+    return renumbered

@@ -36,8 +36,8 @@ def dask_duplicate_ids(
     data: dd.Series, settings: dict[str, Any], request: DedupRequest
 ) -> tuple[pd.Series, DedupReport]:
     """``duplicate_of`` of every row of ``data`` (computed) and the report; ``settings`` build the agents."""
-    import dask
     import pandas as pd
+    from dask.delayed import delayed
 
     secret = [name for name in settings if "api_key" in name.lower()]
     if secret:
@@ -46,8 +46,8 @@ def dask_duplicate_ids(
             "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
         )
     cache = request.options.get("cache")
-    parts = [dask.delayed(_embedded_part)(part, settings, cache) for part in data.to_delayed()]
-    embedded: list[PartEmbeddings] = list(dask.compute(*parts))
+    parts = [delayed(_embedded_part)(part, settings, cache) for part in data.to_delayed()]
+    embedded: list[PartEmbeddings] = delayed(list)(parts).compute()
     values = pd.concat([part[0] for part in embedded]) if embedded else data._meta
     check_unique_index(values.index)
     distinct = DistinctTexts.of(values)

@@ -47,7 +47,8 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
     if not np.isfinite(array).all():
         raise ValueError("embeddings contain NaN or infinite values")
     norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)
+    unit: np.ndarray = np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)
+    return unit
 
 
 def pair_tiles(unit: np.ndarray, floor: float, block_rows: int = BLOCK_ROWS) -> Iterator[PairTile]:
