@@ -1,15 +1,18 @@
 """Near-duplicate rows of a text column: embeddings block, the model confirms the borderline pairs if asked.
 
 (Not ``batch/dedup.py``, which asks rows with the *same prompt* once inside one batch.) Rows are grouped in three
-steps, and each row gets the position of its group's first row:
+steps, and each row gets the index label of its group's first row (``duplicate_of``; so ``df[ids == ids.index]``
+keeps one row per group, and ``df.groupby(ids)`` gathers each group):
 
 1. Exact duplicates: rows with the same text are one group before anything is embedded (each distinct text is
    embedded once), so they always share an id, at any threshold.
-2. Blocking: the cosine similarity of every pair of distinct texts, in tiles (``similarity.pair_tiles``; memory
-   is one tile, never n x n). A pair at or above ``threshold`` is a duplicate.
+2. Blocking: the cosine similarity of every pair of distinct texts, in tiles of 2048 x 2048 (``similarity.
+   pair_tiles``: 16 MiB at a time, never n x n). A pair at or above ``threshold`` is a duplicate.
 3. Confirmation (``confirm=``): a pair in the band ``[low, high)`` below that is asked to the model as one
    ``bool`` row of a ``run_batch`` over pair prompts (``{left}`` and ``{right}``), unless the pairs above already
-   put its two texts in one group. ``confirm=True`` is the band ``[threshold - CONFIRM_BAND, threshold)``.
+   put its two texts in one group. ``confirm=True`` is the band ``[threshold - CONFIRM_BAND, threshold)``. A band
+   holding more than ``MAX_BORDERLINE`` pairs is a ``UsageError`` before any request: that many calls is rarely
+   meant, and it bounds the pairs kept in memory.
 
 Duplicates are transitive: groups are the connected components of the accepted pairs (``similarity.Groups``), so
 A~B and B~C put A and C together even when A and C are not similar themselves. A missing value (None, NaN) is a
@@ -41,6 +44,8 @@ CONFIRM_BAND = 0.1
 """``confirm=True`` asks the model about pairs within this much below the threshold."""
 DUPLICATE_OF = "duplicate_of"
 """The name of ``dedup``'s Series: each row's group, as the index label of the group's first row."""
+MAX_BORDERLINE = 200_000
+"""The most pairs ``confirm=`` asks about in one call (each is a request)."""
 PAIR_FIELDS = ("left", "right")
 CONFIRM_PROMPT = (
     "Are these two texts duplicates: the same request, item or entity, possibly worded differently? "
@@ -231,6 +236,12 @@ def group_texts(
         for left, right in zip(tile.left[certain].tolist(), tile.right[certain].tolist(), strict=True):
             groups.join(left, right)
         borderline += zip(tile.left[~certain].tolist(), tile.right[~certain].tolist(), strict=True)
+        if len(borderline) > MAX_BORDERLINE:
+            raise UsageError(
+                f"dedup: more than {MAX_BORDERLINE} pairs have a similarity in the confirmation band "
+                f"[{band.ask}, {band.accept}), each a request to the model: narrow it (confirm=(low, high) with a "
+                "higher low) or raise the threshold."
+            )
     report.borderline = len(borderline)
     report.pairs = [(left, right) for left, right in borderline if groups.find(left) != groups.find(right)]
     report.asked = len(report.pairs)

@@ -157,3 +157,15 @@ def test_a_pair_prompt_must_name_left_and_right_only() -> None:
 def test_a_repeated_index_label_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="index repeats 'a'.*reset_index"):
         check_unique_index(pd.Index(["a", "b", "a"]))
+
+
+def test_a_band_holding_too_many_pairs_is_a_usage_error_before_any_request() -> None:
+    # 640 texts all at cosine 0.85 from each other: 204 480 pairs in the band [0.8, 0.9), over MAX_BORDERLINE.
+    count = 640
+    vectors = math.sqrt(0.85) * np.eye(count + 1)[0] + math.sqrt(0.15) * np.eye(count + 1)[1:]
+    agent = judge(True)
+    with pytest.raises(UsageError, match="more than 200000 pairs .* confirmation band \\[0.8, 0.9\\)"):
+        dedup([f"t{n}" for n in range(count)], vectors, Band(0.8, 0.9), agent)
+    assert not agent.provider.calls
+    ids, report = dedup([f"t{n}" for n in range(count)], vectors, Band(0.8, 0.8))  # no band: one group
+    assert set(ids) == {"r0"} and report.similar == count * (count - 1) // 2
