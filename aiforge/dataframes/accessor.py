@@ -199,6 +199,28 @@ class DataFrameOperations(_Operations):
         _check_column(column, self._data.columns, "cluster")
         return self._cluster(self._data[column], n_clusters, seed, agent, settings)
 
+    def embed(
+        self,
+        column: str,
+        agent: ChatAgent | None = None,
+        *,
+        model: str | None = None,
+        cache: Any = None,
+        concurrency: int = 4,
+        batch_size: int | None = None,
+        **settings: Any,
+    ) -> pd.Series:
+        """The embedding of each text of ``column``: a Series ``<column>_embedding`` of float32 vectors.
+
+        Vectors have length 1 (a dot product is the cosine); a missing value gives None, an empty string is a
+        ``UsageError``. ``model`` is the embeddings model (default ``EMBEDDING_MODEL``, else the provider's);
+        ``cache=`` as ``map``'s; the ``EmbeddingRun`` (cost, tokens, requests) is in ``.attrs["aiforge"]``.
+        See ``aiforge.semantic.embed_column``::
+
+            vectors = df.aiforge.embed("review", provider="openai")
+        """
+        return _embed(_text_column(self._data, column), agent, model, cache, concurrency, batch_size, settings)
+
 
 @pd.api.extensions.register_series_accessor(ATTRS_KEY)
 class SeriesOperations(_Operations):
@@ -239,6 +261,65 @@ class SeriesOperations(_Operations):
             topics = df["ticket"].aiforge.cluster(8)
         """
         return self._cluster(self._data, n_clusters, seed, agent, settings)
+
+    def embed(
+        self,
+        agent: ChatAgent | None = None,
+        *,
+        model: str | None = None,
+        cache: Any = None,
+        concurrency: int = 4,
+        batch_size: int | None = None,
+        **settings: Any,
+    ) -> pd.Series:
+        """The embedding of each text value: a Series ``<name>_embedding`` (``embedding`` unnamed); see
+        ``DataFrameOperations.embed``::
+
+            vectors = df["review"].aiforge.embed(provider="openai")
+        """
+        return _embed(self._data, agent, model, cache, concurrency, batch_size, settings)
+
+
+def _text_column(data: pd.DataFrame, column: Any) -> pd.Series:
+    """``data[column]``; a ``UsageError`` naming the columns when ``column`` is not one of them."""
+    if isinstance(column, pd.DataFrame | pd.Series):
+        raise UsageError(
+            f"embed takes the name of the text column, got a {type(column).__name__}: df.aiforge.embed('review'), "
+            "or on the column itself df['review'].aiforge.embed()."
+        )
+    try:
+        found = column in data.columns
+    except TypeError:  # unhashable: a list, a dict
+        found = False
+    if not found:
+        raise UsageError(no_such_column("embed", column, data.columns))
+    values: pd.Series = data[column]
+    return values
+
+
+def _embed(
+    values: pd.Series,
+    agent: ChatAgent | None,
+    model: str | None,
+    cache: Any,
+    concurrency: int,
+    batch_size: int | None,
+    settings: dict[str, Any],
+) -> pd.Series:
+    from aiforge.semantic.embed_column import embedding_series
+
+    if agent is None:
+        from aiforge.chat.agent import ChatAgent
+
+        agent = ChatAgent(memory="none", **settings)
+    elif settings:
+        raise UsageError(
+            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
+            "set them on the agent you pass instead."
+        )
+    return embedding_series(
+        values, agent, model=model, cache=cache, concurrency=concurrency, batch_size=batch_size
+    )
 
 
 def _check_column(column: Any, columns: pd.Index, operation: str = "extract") -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from aiforge.semantic.embeddings import DEFAULT_CONCURRENCY
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
@@ -55,7 +57,9 @@ class DistinctTexts:
         return cls(list(number), np.array(first_rows, dtype=np.int64), np.array(of_row, dtype=np.int64))
 
 
-def embed_distinct(agent: ChatAgent, texts: list[str], cache: CacheOption = None) -> tuple[np.ndarray, EmbeddingRun]:
+def embed_distinct(
+    agent: ChatAgent, texts: list[str], cache: CacheOption = None, concurrency: int = DEFAULT_CONCURRENCY
+) -> tuple[np.ndarray, EmbeddingRun]:
     """The embedding of each text (rows in order, length 1) through ``agent``'s provider, and what it cost.
 
     An empty text (the embeddings APIs reject it) gets a zero vector, similar to nothing.
@@ -67,7 +71,7 @@ def embed_distinct(agent: ChatAgent, texts: list[str], cache: CacheOption = None
     from aiforge.semantic.embeddings import run_embeddings
 
     asked = [position for position, text in enumerate(texts) if text]
-    run = run_embeddings(agent, [texts[position] for position in asked], cache=cache)
+    run = run_embeddings(agent, [texts[position] for position in asked], cache=cache, concurrency=concurrency)
     vectors = np.zeros((len(texts), run.vectors.shape[1]), dtype=np.float32)
     vectors[asked] = run.vectors
     return vectors, run

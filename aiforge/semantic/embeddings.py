@@ -20,7 +20,7 @@ import asyncio
 import base64
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiforge.core.aio import run_sync
@@ -45,7 +45,7 @@ DEFAULT_CONCURRENCY = 4
 class EmbeddingRun:
     """The vectors of ``run_embeddings`` and what they cost."""
 
-    vectors: np.ndarray
+    vectors: np.ndarray = field(repr=False)
     """float32, shape ``(len(texts), dim)``, each row of length 1 (or zero), in the order of the texts."""
     model: str
     """The embeddings model asked."""
@@ -67,6 +67,16 @@ class EmbeddingRun:
     @property
     def dim(self) -> int:
         return int(self.vectors.shape[1])
+
+    @property
+    def total_cost(self) -> float:
+        """``cost``, under the name a ``BatchResult`` gives it."""
+        return self.cost
+
+    @property
+    def total_tokens(self) -> int:
+        """The input tokens of the requests made, under the name a ``BatchResult`` gives them."""
+        return self.usage.total_tokens
 
 
 def embed_texts(

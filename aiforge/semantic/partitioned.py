@@ -8,8 +8,11 @@ the worker's environment); the client gathers the texts and their vectors (a flo
 row is small next to the texts it was computed from. Put it back on the frame with
 ``ddf.merge(ids.to_frame(), left_index=True, right_index=True)``, or use it on the computed frame.
 
-A text found in two partitions is embedded in both (a shared ``cache=`` pays it once); the confirmation batch runs
-on the client with an agent built from the same settings. Its ``DedupReport`` adds up the partitions' embeddings.
+Each partition sends one embeddings request at a time (each holds up to the provider's batch of texts), so the
+requests in flight are at most the worker threads; unlike ``ddf.aiforge.embed`` this needs no distributed Client
+(any Dask scheduler runs it). A text found in two partitions is embedded in both (a shared ``cache=`` pays it once);
+the confirmation batch runs on the client, ``concurrency`` at a time, with an agent built from the same settings.
+Its ``DedupReport`` adds up the partitions' embeddings.
 """
 
 from __future__ import annotations
@@ -65,7 +68,8 @@ def _embedded_part(part: pd.Series, settings: dict[str, Any], cache: CacheOption
     from aiforge.dataframes.partition import process_agent
 
     distinct = DistinctTexts.of(part)
-    vectors, run = embed_distinct(process_agent(settings), distinct.texts, cache)
+    # One request at a time per partition: requests in flight never exceed the worker threads running partitions.
+    vectors, run = embed_distinct(process_agent(settings), distinct.texts, cache, concurrency=1)
     return part, distinct.texts, vectors, replace(run, vectors=vectors[:0])
 
 
