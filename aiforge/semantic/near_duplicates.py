@@ -179,7 +179,7 @@ def ids_from_vectors(
     vectors: np.ndarray,
     request: DedupRequest,
     agent: ChatAgent | None,
-    embedding: Any = None,
+    embedding: EmbeddingRun | None = None,
 ) -> tuple[pd.Series, DedupReport]:
     """``DUPLICATE_OF`` of each row from the embeddings of its distinct texts; ``agent`` asks borderline pairs."""
     import numpy as np
