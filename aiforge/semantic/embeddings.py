@@ -19,14 +19,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiforge.core.aio import run_sync
 from aiforge.core.pricing import price_of
 from aiforge.core.tokens import estimate_tokens
-from aiforge.core.types import ConfigError, EmbeddingLimits, Usage, UsageError
+from aiforge.core.types import ConfigError, EmbeddingLimits, ProviderError, Usage, UsageError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -81,7 +81,7 @@ class EmbeddingRun:
 
 def embed_texts(
     agent: ChatAgent,
-    texts: Sequence[str],
+    texts: Iterable[str],
     *,
     model: str | None = None,
     cache: CacheOption = None,
@@ -103,7 +103,7 @@ def embed_texts(
 
 def run_embeddings(
     agent: ChatAgent,
-    texts: Sequence[str],
+    texts: Iterable[str],
     *,
     model: str | None = None,
     cache: CacheOption = None,
@@ -122,7 +122,7 @@ def run_embeddings(
 
 async def arun_embeddings(
     agent: ChatAgent,
-    texts: Sequence[str],
+    texts: Iterable[str],
     *,
     model: str | None = None,
     cache: CacheOption = None,
@@ -139,8 +139,9 @@ async def arun_embeddings(
         from aiforge.providers import embedding_providers
 
         raise ConfigError(
-            f"the {agent.provider_name} provider cannot embed texts (it has no embeddings API); embeddings work "
-            f"with: {', '.join(embedding_providers())}. Use an agent of one of them: ChatAgent(provider=...)."
+            f"the {agent.provider_name} provider cannot embed texts (no embeddings API, or behind a REPLAY cassette, "
+            f"which records no embeddings); embeddings work with: {', '.join(embedding_providers())}. "
+            "Use an agent of one of them: ChatAgent(provider=...)."
         )
     name = provider.embedding_model(model or agent.settings.EMBEDDING_MODEL)
     store = _cache_of(agent, cache)
@@ -153,9 +154,10 @@ async def arun_embeddings(
     return run.result(checked, found, embedded=len(missing), cached=len(distinct) - len(missing))
 
 
-def _checked_texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        raise UsageError(f"texts must be a sequence of strings (a list), not {type(texts).__name__}")
+def _checked_texts(texts: Iterable[str]) -> list[str]:
+    """``texts`` as a list (a Series or an array gives its values); a ``UsageError`` naming what is not text."""
+    if isinstance(texts, str | bytes | Mapping) or not isinstance(texts, Iterable):
+        raise UsageError(f"texts must be a list of strings (or a Series of them), not {type(texts).__name__}")
     texts = list(texts)
     wrong = [i for i, text in enumerate(texts) if not isinstance(text, str)]
     if wrong:
@@ -323,8 +325,6 @@ def _unit_rows(vectors: Any, count: int, provider: str) -> np.ndarray:
     """A provider's vectors as float32 rows of length 1 (a zero row stays zero); checks there is one per text."""
     import numpy as np
 
-    from aiforge.core.types import ProviderError
-
     matrix = np.asarray(vectors, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[0] != count or not np.isfinite(matrix).all():
         raise ProviderError(
@@ -333,7 +333,8 @@ def _unit_rows(vectors: Any, count: int, provider: str) -> np.ndarray:
             provider=provider,
         )
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    unit: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    return unit
 
 
 def _encoded(row: np.ndarray) -> dict[str, Any]:

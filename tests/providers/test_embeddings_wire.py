@@ -148,3 +148,17 @@ def test_the_gateway_embeds_with_the_embedding_model_or_its_own(llm_server: LLMS
     run_embeddings(ChatAgent(provider="internal_gateway", EMBEDDING_MODEL="bge-small", **settings), ["a"])
     assert [r.body["model"] for r in llm_server.requests] == ["served-model", "bge-small"]
     assert all(r.path == "/v1/embeddings" for r in llm_server.requests)
+
+
+async def test_a_provider_without_an_embeddings_api_says_where_to_look(provider_cleanup: list[Any]) -> None:
+    from aiforge.core.settings import load_settings
+    from aiforge.providers import embedding_providers
+    from aiforge.providers.anthropic import AnthropicProvider
+
+    provider = AnthropicProvider(load_settings(ANTHROPIC_API_KEY=SECRET))
+    provider_cleanup.append(provider)
+    assert not provider.embeds
+    with pytest.raises(ProviderError, match=r"anthropic provider has no embeddings API.*embedding_providers\(\)"):
+        await provider.embed(["a"])
+    assert {"openai", "internal_gateway", "local", "scripted"} <= set(embedding_providers())
+    assert "anthropic" not in embedding_providers()

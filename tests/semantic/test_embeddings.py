@@ -112,7 +112,8 @@ def test_costs_and_tokens_are_recorded_on_the_agent_as_embedding_calls() -> None
 @pytest.mark.parametrize(
     ("texts", "message"),
     [
-        ("one text", "sequence of strings"),
+        ("one text", "list of strings"),
+        ({"a": "b"}, "list of strings"),
         (["a", None, "b"], r"items at \[1\] are NoneType"),
         (["a", ""], r"texts at \[1\] are empty"),
     ],
@@ -132,8 +133,17 @@ def test_bad_options_are_refused(option: str, value: Any) -> None:
 
 def test_a_provider_without_embeddings_names_the_ones_with() -> None:
     agent = ChatAgent(provider="anthropic", ANTHROPIC_API_KEY="sk-ant-test-key")
-    with pytest.raises(ConfigError, match=r"anthropic provider cannot embed.*openai.*scripted"):
+    with pytest.raises(ConfigError, match=r"anthropic provider cannot embed.*embeddings work with: .*openai.*scripted"):
         embed_texts(agent, ["a"])
+
+
+def test_a_series_or_an_array_of_texts_is_taken_by_its_values() -> None:
+    import pandas as pd
+
+    expected = embed_texts(agent_of(), TEXTS)
+    series = pd.Series(TEXTS, index=[9, 8, 7, 6])
+    assert np.array_equal(embed_texts(agent_of(), series), expected)
+    assert np.array_equal(embed_texts(agent_of(), np.array(TEXTS, dtype=object)), expected)
 
 
 def test_no_texts_is_an_empty_matrix_and_no_request() -> None:
