@@ -190,6 +190,42 @@ class _Operations:
     ) -> BatchResult:
         return _batch(self._data, prompt, output, agent, concurrency, settings)
 
+    def _dedup(
+        self,
+        values: pd.Series,
+        threshold: float | None,
+        confirm: bool | tuple[float, float],
+        prompt: str | None,
+        agent: ChatAgent | None,
+        concurrency: int,
+        settings: dict[str, Any],
+    ) -> pd.Series:
+        from aiforge.semantic.near_duplicates import (
+            DedupRequest,
+            check_unique_index,
+            confirm_template,
+            duplicate_ids,
+            similarity_band,
+        )
+
+        band = similarity_band(threshold, confirm)
+        template = confirm_template(prompt)
+        check_unique_index(values.index)
+        agent, options = _semantic_agent(agent, settings)
+        ids, report = duplicate_ids(values, agent, DedupRequest(band, template, concurrency, options))
+        ids.attrs[ATTRS_KEY] = report
+        return ids
+
+    def _cluster(
+        self, values: pd.Series, n_clusters: int, seed: int, agent: ChatAgent | None, settings: dict[str, Any]
+    ) -> pd.Series:
+        from aiforge.semantic.clusters import cluster_ids
+
+        agent, options = _semantic_agent(agent, settings)
+        ids, report = cluster_ids(values, agent, n_clusters, seed=seed, cache=options.get("cache"))
+        ids.attrs[ATTRS_KEY] = report
+        return ids
+
 
 @pd.api.extensions.register_dataframe_accessor(ATTRS_KEY)
 class DataFrameOperations(_Operations):
@@ -212,6 +248,45 @@ class DataFrameOperations(_Operations):
                 f"extract needs output=, the type to extract: df.aiforge.extract({column!r}, output=Person)."
             )
         return self._extract(self._data[column], output, agent, concurrency, settings)
+
+    def dedup(
+        self,
+        column: str,
+        threshold: float | None = None,
+        *,
+        confirm: bool | tuple[float, float] = False,
+        prompt: str | None = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.Series:
+        """``duplicate_of``: for each row, the index label of the first row of its group of near-duplicates.
+
+        Rows whose texts in ``column`` have cosine similarity >= ``threshold`` (default 0.9) are duplicates, and
+        so, transitively, are their duplicates; the same text always is. ``confirm=True`` (or a band ``(low,
+        high)``) asks the model about the pairs just below (``[threshold - 0.1, threshold)``) and keeps those it
+        says are duplicates; ``prompt=`` replaces the question and names ``{left}`` and ``{right}``. A missing
+        value is its own group. The ``DedupReport`` (pairs, requests, cost) is in ``.attrs["aiforge"]``::
+
+            ids = df.aiforge.dedup("ticket", threshold=0.9, confirm=True)
+            df[ids == ids.index]             # the first row of each group
+            df.groupby(ids)["ticket"].agg(list)
+        """
+        _check_column(column, self._data.columns, "dedup")
+        return self._dedup(self._data[column], threshold, confirm, prompt, agent, concurrency, settings)
+
+    def cluster(
+        self, column: str, n_clusters: int, *, seed: int = 0, agent: ChatAgent | None = None, **settings: Any
+    ) -> pd.Series:
+        """``cluster``: each row's topic cluster ``0..n_clusters-1`` (k-means on the embeddings of ``column``).
+
+        The same texts and ``seed`` give the same clusters; cluster 0 is the first row's. A missing value is
+        ``<NA>``. The ``ClusterReport`` (sizes, cost) is in ``.attrs["aiforge"]``::
+
+            df["topic"] = df.aiforge.cluster("ticket", n_clusters=8)
+        """
+        _check_column(column, self._data.columns, "cluster")
+        return self._cluster(self._data[column], n_clusters, seed, agent, settings)
 
     def embed(
         self,
@@ -307,6 +382,30 @@ class SeriesOperations(_Operations):
     ) -> pd.DataFrame:
         """The fields of ``output`` (a type) extracted from each text value, on the Series' index."""
         return self._extract(self._data, output, agent, concurrency, settings)
+
+    def dedup(
+        self,
+        threshold: float | None = None,
+        *,
+        confirm: bool | tuple[float, float] = False,
+        prompt: str | None = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.Series:
+        """``duplicate_of`` of each value: the index label of its near-duplicate group's first row; see
+        ``df.aiforge.dedup``::
+
+            ids = df["ticket"].aiforge.dedup(0.9)
+        """
+        return self._dedup(self._data, threshold, confirm, prompt, agent, concurrency, settings)
+
+    def cluster(self, n_clusters: int, *, seed: int = 0, agent: ChatAgent | None = None, **settings: Any) -> pd.Series:
+        """Each value's topic cluster; see ``df.aiforge.cluster``::
+
+            topics = df["ticket"].aiforge.cluster(8)
+        """
+        return self._cluster(self._data, n_clusters, seed, agent, settings)
 
     def embed(
         self,
@@ -404,17 +503,18 @@ def _install_groupby_accessor() -> None:
 _install_groupby_accessor()
 
 
-def _check_column(column: Any, columns: pd.Index) -> None:
+def _check_column(column: Any, columns: pd.Index, operation: str = "extract") -> None:
     """Returns if ``column`` names one of ``columns``; a ``UsageError`` saying what to pass otherwise."""
     if isinstance(column, pd.DataFrame | pd.Series):
         # df.aiforge.extract(df[["review"]]) or (df["review"]): the data itself where its column's name goes.
         names = list(column.columns) if isinstance(column, pd.DataFrame) else [column.name]
         name = names[0] if len(names) == 1 and names[0] is not None else "review"
+        more = "output=..." if operation == "extract" else "..."
         raise UsageError(
-            f"extract takes the name of the text column, got a {type(column).__name__}: "
-            f"df.aiforge.extract({name!r}, output=...), or on the column df[{name!r}].aiforge.extract(output=...)."
+            f"{operation} takes the name of the text column, got a {type(column).__name__}: "
+            f"df.aiforge.{operation}({name!r}, {more}), or on the column df[{name!r}].aiforge.{operation}({more})."
         )
-    if isinstance(column, type):  # df.aiforge.extract(Person): the output type where the column goes
+    if operation == "extract" and isinstance(column, type):  # extract(Person): the type where the column goes
         raise UsageError(
             f"extract takes the text column, then the type: df.aiforge.extract('review', output={column.__name__})."
         )
@@ -423,7 +523,7 @@ def _check_column(column: Any, columns: pd.Index) -> None:
     except TypeError:  # unhashable: a list, a dict
         found = False
     if not found:
-        raise UsageError(no_such_column("extract", column, columns))
+        raise UsageError(no_such_column(operation, column, columns))
 
 
 def extraction_prompt(output: Any) -> str:
@@ -488,6 +588,21 @@ _Data = TypeVar("_Data", bound="pd.DataFrame | pd.Series[Any]")
 def _attach(data: _Data, batch: BatchResult) -> _Data:
     data.attrs[ATTRS_KEY] = batch
     return data
+
+
+def _semantic_agent(agent: ChatAgent | None, settings: dict[str, Any]) -> tuple[ChatAgent, dict[str, Any]]:
+    """The agent a semantic operation embeds and asks with, and ``run_batch``'s options taken out of ``settings``."""
+    options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
+    if agent is None:
+        from aiforge.chat.agent import ChatAgent
+
+        return ChatAgent(memory="none", **settings), options
+    if settings:
+        raise UsageError(
+            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
+            "set them on the agent you pass instead."
+        )
+    return agent, options
 
 
 def _checked_labels(labels: Sequence[str]) -> tuple[str, ...]:

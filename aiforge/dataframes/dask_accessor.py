@@ -126,6 +126,35 @@ class DaskOperations:
         """
         return _agg_job(self._data, prompt, by, output, concurrency, settings)
 
+    def dedup(
+        self,
+        column: str,
+        threshold: float | None = None,
+        *,
+        confirm: bool | tuple[float, float] = False,
+        prompt: str | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.Series:
+        """``duplicate_of`` of every row, computed now, as a pandas Series: see ``df.aiforge.dedup``.
+
+        The embeddings are made per partition on the workers, the blocking (and the confirmation batch) on the
+        client (``semantic/partitioned.py``): a row's group depends on all rows. ``.attrs["aiforge"]`` holds the
+        ``DedupReport``. Back on the frame: ``ddf.merge(ids.to_frame(), left_index=True, right_index=True)``.
+        """
+        from aiforge.dataframes.accessor import BATCH_OPTIONS
+        from aiforge.semantic.near_duplicates import DedupRequest, confirm_template, similarity_band
+        from aiforge.semantic.partitioned import dask_duplicate_ids
+
+        if column not in self._data.columns:
+            raise UsageError(no_such_column("dedup", column, self._data.columns))
+        band = similarity_band(threshold, confirm)
+        options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
+        request = DedupRequest(band, confirm_template(prompt), concurrency, options)
+        ids, report = dask_duplicate_ids(self._data[column], settings, request)
+        ids.attrs[ATTRS_KEY] = report
+        return ids
+
     def embed(self, column: str, concurrency: int = 4, **settings: Any) -> dd.Series:
         """A lazy Series ``<column>_embedding`` of float32 vectors (None for a missing value), per partition.
 
