@@ -10,7 +10,7 @@ One module a measure, each a ``quick -> list[Row]`` function listed in ``MEASURE
   (``bench/semantic_topk.py``).
 - embed: rows a second on the embedded model and through a server (``bench/semantic_embed.py``).
 - dedup: planted duplicates found (precision, recall) at three thresholds, and the model requests of
-  ``confirm=`` against all pairs (``bench/semantic_dedup.py``).
+  ``confirm=`` against all pairs, and the same on the embedded model's vectors (``bench/semantic_dedup.py``).
 """
 
 from __future__ import annotations
@@ -19,14 +19,16 @@ from collections.abc import Callable
 
 from bench.common import Row
 from bench.semantic_agg import agg_rows
-from bench.semantic_dedup import dedup_rows
+from bench.semantic_dedup import dedup_embedded_rows, dedup_rows
 from bench.semantic_embed import embed_rows
 from bench.semantic_join import join_rows
 from bench.semantic_topk import topk_rows
 
 GROUP = "semantic"
 
-MEASURES: list[Callable[[bool], list[Row]]] = [agg_rows, join_rows, topk_rows, embed_rows, dedup_rows]
+MEASURES: list[Callable[[bool], list[Row]]] = [
+    agg_rows, join_rows, topk_rows, embed_rows, dedup_rows, dedup_embedded_rows,
+]
 """The group's rows, one small function each (``quick -> rows``)."""
 
 
