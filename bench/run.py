@@ -38,6 +38,10 @@ GROUPS = {
     "dask": "bench.dask_scale",
     "logging": "bench.logging_overhead",
     "cost": "bench.cost",
+    "semantic": "bench.semantic",
+    "evaluation": "bench.evaluation",
+    "otel": "bench.otel_overhead",
+    "trace_view": "bench.trace_view",
 }
 PACKAGES = [
     "aiforge-kit",

@@ -8,7 +8,7 @@ enough for the SDKs' parsers, stream helpers and error mapping to work.
         srv.enqueue(Reply(text="Paris."))
         client = OpenAI(base_url=srv.openai_base_url, api_key="sk-test", max_retries=0)
 
-Endpoints: ``POST /v1/chat/completions``, ``POST /v1/messages`` and
+Endpoints: ``POST /v1/chat/completions``, ``POST /v1/embeddings``, ``POST /v1/messages`` and
 ``POST /v1/messages/count_tokens``, plus the Batch APIs (OpenAI ``/v1/files`` and
 ``/v1/batches``, Anthropic ``/v1/messages/batches``).  One FIFO queue of ``Reply``/``Fault`` items
 is shared by both protocols; when it is empty ``srv.default(request)`` is asked,
@@ -17,6 +17,7 @@ and if that is unset (or returns None) the reply is ``"echo: <last user text>"``
 Modules, by idea and protocol:
 * ``scripting``: Reply, Fault, ToolCallSpec, RecordedRequest, estimate_input_tokens, sample_output
 * ``openai_wire`` / ``anthropic_wire``: each protocol's strict checks, answers and SSE events
+* ``embeddings``: OpenAI's ``/v1/embeddings`` (strict checks, deterministic vectors, float or base64)
 * ``wire``: the encoding both share (compact JSON, chunked frames, ids)
 * ``handler``: the threaded HTTP server and request handler (routing, faults, streaming)
 * ``server``: ``LLMServer`` (lifecycle, scripting queue, observation, rate limits) and its command line

@@ -28,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 from fakellm.anthropic_wire import _ANTHROPIC_ERROR_TYPES, AnthropicWire, _validate_anthropic
+from fakellm.embeddings import embedding_texts, embeddings_response, validate_embeddings
 from fakellm.openai_wire import _OPENAI_ERROR_CODES, _OPENAI_ERROR_TYPES, OpenAIWire, _validate_openai
 from fakellm.scripting import Fault, RecordedRequest, Reply, estimate_input_tokens
 from fakellm.wire import _LAST_CHUNK, _chunk, _dumps, _Invalid, _new_id
@@ -138,7 +139,7 @@ class _Handler(OpenAIWire, AnthropicWire, BaseHTTPRequestHandler):
         if llm.batches.handles(path):  # the Batch APIs: fakellm/batches.py
             length = int(self.headers.get("Content-Length") or 0)
             return llm.batches.serve(self, "POST", path, self.rfile.read(length) if length else b"")
-        if path.endswith("/chat/completions"):
+        if path.endswith("/chat/completions") or path.endswith("/embeddings"):
             protocol = "openai"
         elif path.endswith("/messages") or path.endswith("/messages/count_tokens"):
             protocol = "anthropic"
@@ -179,6 +180,8 @@ class _Handler(OpenAIWire, AnthropicWire, BaseHTTPRequestHandler):
             return self._error(req, 404, f"Unknown path {path}", {}, proto="openai")
         if not isinstance(req.body, dict):
             return self._error(req, 400, "We could not parse the JSON body of your request.", {})
+        if path.endswith("/embeddings"):
+            return self._embeddings(req)
         if path.endswith("/count_tokens"):
             tokens = estimate_input_tokens(req.body)
             req.status = 200
@@ -207,6 +210,34 @@ class _Handler(OpenAIWire, AnthropicWire, BaseHTTPRequestHandler):
         if protocol == "openai":
             return self._openai(req, item)
         return self._anthropic(req, item)
+
+    # ---- embeddings (fakellm/embeddings.py)
+
+    def _embeddings(self, req: RecordedRequest) -> None:
+        """Answer ``POST /v1/embeddings``: strict checks, rate limits, a queued ``Fault`` at the head, latency."""
+        llm = self.server.llm
+        try:
+            if llm.strict:
+                validate_embeddings(req.body)
+            elif embedding_texts(req.body.get("input")) is None:
+                raise _Invalid("'$.input' is invalid.", param="input")
+        except _Invalid as exc:
+            return self._error(req, 400, str(exc), {}, param=exc.param)
+        limited = llm._rate_limit(req)
+        if limited is not None:
+            return self._error(req, 429, limited[0], limited[1], code="rate_limit_exceeded")
+        fault = llm._next_fault()
+        latency = llm.latency() if callable(llm.latency) else llm.latency
+        if not self._wait((latency or 0) + (fault.delay if fault is not None else 0.0)):
+            return self._kill()
+        if fault is not None:
+            req.response = fault
+            return self._fault(req, fault)
+        headers = {"x-request-id": _new_id("req_"), "openai-processing-ms": "1"}
+        if llm.rate_headers:
+            headers.update(llm.rate_headers_for(req))
+        req.status = 200
+        self._respond_json(200, embeddings_response(req.body, llm.embedder), headers)
 
     # ---- errors
 

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fakellm.embeddings import input_tokens
 from fakellm.wire import _ENCODER
 
 # --------------------------------------------------------------------------- scripting objects
@@ -228,9 +229,11 @@ def _chars(value: Any) -> int:
 
 
 def estimate_input_tokens(body: Any) -> int:
-    """input tokens = (chars of all message contents + system) // 4 + 1."""
+    """input tokens = (chars of all message contents + system) // 4 + 1; an embeddings request's, its inputs'."""
     if not isinstance(body, dict):
         return 1
+    if "input" in body and "messages" not in body:
+        return sum(input_tokens(body["input"]))
     return (_chars(body.get("messages")) + _chars(body.get("system"))) // 4 + 1
 
 

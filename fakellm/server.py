@@ -45,6 +45,9 @@ class LLMServer:
       rate_window: the limits' "minute" in seconds (tests shrink it)
       rate_headers: send the protocol's rate-limit headers (limit/remaining/reset) on every answer
                    while a limit is set
+      embedder:    callable(text) -> list of floats, the vectors of ``/v1/embeddings``; None = hashed words and
+                   trigrams (``fakellm.embeddings``). An embeddings request takes a queued ``Fault`` at the head of
+                   the queue (and answers with it), never a ``Reply``.
     """
 
     def __init__(
@@ -61,6 +64,7 @@ class LLMServer:
         tpm: int | None = None,
         rate_window: float = 60.0,
         rate_headers: bool = True,
+        embedder: Callable[[str], Any] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -75,6 +79,7 @@ class LLMServer:
         self.tpm = tpm
         self.rate_window = rate_window
         self.rate_headers = rate_headers
+        self.embedder = embedder
         self.rate_limited = 0
         self._buckets: dict = {}  # (api key, "requests"|"tokens") -> [level, stamp]
         self._lock = threading.Lock()
@@ -211,6 +216,13 @@ class LLMServer:
     def rate_headers_for(self, req: RecordedRequest) -> dict:
         """The rate-limit headers an answer to ``req`` carries now (empty without a limit)."""
         return _rate_headers(self, req)
+
+    def _next_fault(self) -> Fault | None:
+        """The queued ``Fault`` at the head of the queue, taken; None (and nothing taken) when the head is a Reply."""
+        with self._lock:
+            if self._queue and isinstance(self._queue[0], Fault):
+                return self._queue.popleft()
+        return None
 
     def _next_item(self, req: RecordedRequest) -> Reply | Fault:
         with self._lock:

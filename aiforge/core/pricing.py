@@ -80,6 +80,10 @@ _BUILTIN: dict[str, ModelPrice] = {
     "o3-mini": _openai(1.10, 0.55, 4.40),
     "o1": _openai(15.00, 7.50, 60.00),
     "o1-mini": _openai(1.10, 0.55, 4.40),
+    # OpenAI embeddings: input only (an embedding has no output tokens, nor a cached rate)
+    "text-embedding-3-small": _openai(0.02, 0.02, 0.0),
+    "text-embedding-3-large": _openai(0.13, 0.13, 0.0),
+    "text-embedding-ada-002": _openai(0.10, 0.10, 0.0),
     # Anthropic
     "claude-opus-4-5": _anthropic(5.00, 6.25, 0.50, 25.00),
     "claude-opus-4-1": _anthropic(15.00, 18.75, 1.50, 75.00),

@@ -39,6 +39,8 @@ __all__ = [
     "CallParams",
     "Completion",
     "ConfigError",
+    "EmbeddingLimits",
+    "Embeddings",
     "Interrupted",
     "Message",
     "new_tool_call",
@@ -256,6 +258,28 @@ class LabelScores:
     @property
     def confidence(self) -> float:
         return self.probabilities[self.answer]
+
+
+@dataclass(slots=True)
+class Embeddings:
+    """The vectors of one embeddings request (``Provider.embed``), one row per text in the texts' order."""
+
+    vectors: Any
+    """A float32 ``numpy.ndarray`` of shape ``(len(texts), dim)``, as the model returned them (not re-normalised)."""
+    usage: Usage = field(default_factory=Usage)
+    """Input tokens of the request (embeddings have no output tokens)."""
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingLimits:
+    """How many texts one embeddings request of a provider may carry (``Provider.embedding_limits``)."""
+
+    max_inputs: int = 2048
+    """Texts per request (OpenAI's limit on ``input``'s length)."""
+    max_tokens: int = 300_000
+    """Input tokens summed over a request (OpenAI's per-request limit), estimated high: a text's UTF-8 bytes / 3
+    (English runs near 4 characters a token, Chinese or Japanese near one character of 3 bytes)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,8 @@ from aiforge.core.columns import OUTPUT_COLUMN, output_columns
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import VALUE_FIELD, no_such_column
 from aiforge.core.types import UsageError
+from aiforge.semantic.join import semantic_join
+from aiforge.semantic.join_candidates import DEFAULT_K
 
 if TYPE_CHECKING:
     from aiforge.chat.agent import ChatAgent
@@ -188,6 +190,42 @@ class _Operations:
     ) -> BatchResult:
         return _batch(self._data, prompt, output, agent, concurrency, settings)
 
+    def _dedup(
+        self,
+        values: pd.Series,
+        threshold: float | None,
+        confirm: bool | tuple[float, float],
+        prompt: str | None,
+        agent: ChatAgent | None,
+        concurrency: int,
+        settings: dict[str, Any],
+    ) -> pd.Series:
+        from aiforge.semantic.near_duplicates import (
+            DedupRequest,
+            check_unique_index,
+            confirm_template,
+            duplicate_ids,
+            similarity_band,
+        )
+
+        band = similarity_band(threshold, confirm)
+        template = confirm_template(prompt)
+        check_unique_index(values.index)
+        agent, options = _semantic_agent(agent, settings)
+        ids, report = duplicate_ids(values, agent, DedupRequest(band, template, concurrency, options))
+        ids.attrs[ATTRS_KEY] = report
+        return ids
+
+    def _cluster(
+        self, values: pd.Series, n_clusters: int, seed: int, agent: ChatAgent | None, settings: dict[str, Any]
+    ) -> pd.Series:
+        from aiforge.semantic.clusters import cluster_ids
+
+        agent, options = _semantic_agent(agent, settings)
+        ids, report = cluster_ids(values, agent, n_clusters, seed=seed, cache=options.get("cache"))
+        ids.attrs[ATTRS_KEY] = report
+        return ids
+
 
 @pd.api.extensions.register_dataframe_accessor(ATTRS_KEY)
 class DataFrameOperations(_Operations):
@@ -210,6 +248,67 @@ class DataFrameOperations(_Operations):
                 f"extract needs output=, the type to extract: df.aiforge.extract({column!r}, output=Person)."
             )
         return self._extract(self._data[column], output, agent, concurrency, settings)
+
+    def dedup(
+        self,
+        column: str,
+        threshold: float | None = None,
+        *,
+        confirm: bool | tuple[float, float] = False,
+        prompt: str | None = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.Series:
+        """``duplicate_of``: for each row, the index label of the first row of its group of near-duplicates.
+
+        Rows whose texts in ``column`` have cosine similarity >= ``threshold`` (default 0.9) are duplicates, and
+        so, transitively, are their duplicates; the same text always is. ``confirm=True`` (or a band ``(low,
+        high)``) asks the model about the pairs just below (``[threshold - 0.1, threshold)``) and keeps those it
+        says are duplicates; ``prompt=`` replaces the question and names ``{left}`` and ``{right}``. A missing
+        value is its own group. The ``DedupReport`` (pairs, requests, cost) is in ``.attrs["aiforge"]``::
+
+            ids = df.aiforge.dedup("ticket", threshold=0.9, confirm=True)
+            df[ids == ids.index]             # the first row of each group
+            df.groupby(ids)["ticket"].agg(list)
+        """
+        _check_column(column, self._data.columns, "dedup")
+        return self._dedup(self._data[column], threshold, confirm, prompt, agent, concurrency, settings)
+
+    def cluster(
+        self, column: str, n_clusters: int, *, seed: int = 0, agent: ChatAgent | None = None, **settings: Any
+    ) -> pd.Series:
+        """``cluster``: each row's topic cluster ``0..n_clusters-1`` (k-means on the embeddings of ``column``).
+
+        The same texts and ``seed`` give the same clusters; cluster 0 is the first row's. A missing value is
+        ``<NA>``. The ``ClusterReport`` (sizes, cost) is in ``.attrs["aiforge"]``::
+
+            df["topic"] = df.aiforge.cluster("ticket", n_clusters=8)
+        """
+        _check_column(column, self._data.columns, "cluster")
+        return self._cluster(self._data[column], n_clusters, seed, agent, settings)
+
+    def embed(
+        self,
+        column: str,
+        agent: ChatAgent | None = None,
+        *,
+        model: str | None = None,
+        cache: Any = None,
+        concurrency: int = 4,
+        batch_size: int | None = None,
+        **settings: Any,
+    ) -> pd.Series:
+        """The embedding of each text of ``column``: a Series ``<column>_embedding`` of float32 vectors.
+
+        Vectors have length 1 (a dot product is the cosine); a missing value gives None, an empty string is a
+        ``UsageError``. ``model`` is the embeddings model (default ``EMBEDDING_MODEL``, else the provider's);
+        ``cache=`` as ``map``'s; the ``EmbeddingRun`` (cost, tokens, requests) is in ``.attrs["aiforge"]``.
+        See ``aiforge.semantic.embed_column``::
+
+            vectors = df.aiforge.embed("review", provider="openai")
+        """
+        return _embed(_text_column(self._data, column), agent, model, cache, concurrency, batch_size, settings)
 
 
     def evaluate(
@@ -236,6 +335,37 @@ class DataFrameOperations(_Operations):
             concurrency=concurrency, checkpoint=checkpoint, **options,
         )
 
+    def join(
+        self,
+        right: pd.DataFrame,
+        prompt: str,
+        how: str = "inner",
+        *,
+        suffixes: tuple[str | None, str | None] = ("_x", "_y"),
+        strategy: str = "auto",
+        k: int = DEFAULT_K,
+        multiple: bool = True,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.DataFrame:
+        """The row pairs the model says ``prompt`` holds for, merged as ``pd.merge`` does, without n x m calls.
+
+        ``tickets.aiforge.join(products, "Does the ticket {left.text} concern {right.name}?", how="left")``: fields
+        name a side and a column. Up to ``semantic.join.CLASSIFY_MAX_RIGHT`` distinct right rows, each left row is
+        one classification over them (``strategy="classify"``); above, the ``k`` nearest right rows by embedding
+        are each asked yes/no (``"candidates"``). ``how`` and ``suffixes`` are ``merge``'s; the index is a
+        ``MultiIndex`` ``("left", "right")`` of both rows' labels. ``.attrs["aiforge"]`` is a ``JoinReport``
+        (requests, cost, failures). See ``aiforge.semantic.join``.
+        """
+        if not isinstance(right, pd.DataFrame):
+            hint = " (a Series: right.to_frame())" if isinstance(right, pd.Series) else ""
+            raise UsageError(f"join: the right side is a DataFrame, got {type(right).__name__}{hint}.")
+        return semantic_join(
+            self._data, right, prompt, how=how, suffixes=suffixes, strategy=strategy, k=k, multiple=multiple,
+            agent=agent, concurrency=concurrency, **settings,
+        )
+
 
 @pd.api.extensions.register_series_accessor(ATTRS_KEY)
 class SeriesOperations(_Operations):
@@ -252,6 +382,89 @@ class SeriesOperations(_Operations):
     ) -> pd.DataFrame:
         """The fields of ``output`` (a type) extracted from each text value, on the Series' index."""
         return self._extract(self._data, output, agent, concurrency, settings)
+
+    def dedup(
+        self,
+        threshold: float | None = None,
+        *,
+        confirm: bool | tuple[float, float] = False,
+        prompt: str | None = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.Series:
+        """``duplicate_of`` of each value: the index label of its near-duplicate group's first row; see
+        ``df.aiforge.dedup``::
+
+            ids = df["ticket"].aiforge.dedup(0.9)
+        """
+        return self._dedup(self._data, threshold, confirm, prompt, agent, concurrency, settings)
+
+    def cluster(self, n_clusters: int, *, seed: int = 0, agent: ChatAgent | None = None, **settings: Any) -> pd.Series:
+        """Each value's topic cluster; see ``df.aiforge.cluster``::
+
+            topics = df["ticket"].aiforge.cluster(8)
+        """
+        return self._cluster(self._data, n_clusters, seed, agent, settings)
+
+    def embed(
+        self,
+        agent: ChatAgent | None = None,
+        *,
+        model: str | None = None,
+        cache: Any = None,
+        concurrency: int = 4,
+        batch_size: int | None = None,
+        **settings: Any,
+    ) -> pd.Series:
+        """The embedding of each text value: a Series ``<name>_embedding`` (``embedding`` unnamed); see
+        ``DataFrameOperations.embed``::
+
+            vectors = df["review"].aiforge.embed(provider="openai")
+        """
+        return _embed(self._data, agent, model, cache, concurrency, batch_size, settings)
+
+
+def _text_column(data: pd.DataFrame, column: Any) -> pd.Series:
+    """``data[column]``; a ``UsageError`` naming the columns when ``column`` is not one of them."""
+    if isinstance(column, pd.DataFrame | pd.Series):
+        raise UsageError(
+            f"embed takes the name of the text column, got a {type(column).__name__}: df.aiforge.embed('review'), "
+            "or on the column itself df['review'].aiforge.embed()."
+        )
+    try:
+        found = column in data.columns
+    except TypeError:  # unhashable: a list, a dict
+        found = False
+    if not found:
+        raise UsageError(no_such_column("embed", column, data.columns))
+    values: pd.Series = data[column]
+    return values
+
+
+def _embed(
+    values: pd.Series,
+    agent: ChatAgent | None,
+    model: str | None,
+    cache: Any,
+    concurrency: int,
+    batch_size: int | None,
+    settings: dict[str, Any],
+) -> pd.Series:
+    from aiforge.semantic.embed_column import embedding_series
+
+    if agent is None:
+        from aiforge.chat.agent import ChatAgent
+
+        agent = ChatAgent(memory="none", **settings)
+    elif settings:
+        raise UsageError(
+            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
+            "set them on the agent you pass instead."
+        )
+    return embedding_series(
+        values, agent, model=model, cache=cache, concurrency=concurrency, batch_size=batch_size
+    )
 
 
 class GroupByOperations:
@@ -290,17 +503,18 @@ def _install_groupby_accessor() -> None:
 _install_groupby_accessor()
 
 
-def _check_column(column: Any, columns: pd.Index) -> None:
+def _check_column(column: Any, columns: pd.Index, operation: str = "extract") -> None:
     """Returns if ``column`` names one of ``columns``; a ``UsageError`` saying what to pass otherwise."""
     if isinstance(column, pd.DataFrame | pd.Series):
         # df.aiforge.extract(df[["review"]]) or (df["review"]): the data itself where its column's name goes.
         names = list(column.columns) if isinstance(column, pd.DataFrame) else [column.name]
         name = names[0] if len(names) == 1 and names[0] is not None else "review"
+        more = "output=..." if operation == "extract" else "..."
         raise UsageError(
-            f"extract takes the name of the text column, got a {type(column).__name__}: "
-            f"df.aiforge.extract({name!r}, output=...), or on the column df[{name!r}].aiforge.extract(output=...)."
+            f"{operation} takes the name of the text column, got a {type(column).__name__}: "
+            f"df.aiforge.{operation}({name!r}, {more}), or on the column df[{name!r}].aiforge.{operation}({more})."
         )
-    if isinstance(column, type):  # df.aiforge.extract(Person): the output type where the column goes
+    if operation == "extract" and isinstance(column, type):  # extract(Person): the type where the column goes
         raise UsageError(
             f"extract takes the text column, then the type: df.aiforge.extract('review', output={column.__name__})."
         )
@@ -309,7 +523,7 @@ def _check_column(column: Any, columns: pd.Index) -> None:
     except TypeError:  # unhashable: a list, a dict
         found = False
     if not found:
-        raise UsageError(no_such_column("extract", column, columns))
+        raise UsageError(no_such_column(operation, column, columns))
 
 
 def extraction_prompt(output: Any) -> str:
@@ -374,6 +588,21 @@ _Data = TypeVar("_Data", bound="pd.DataFrame | pd.Series[Any]")
 def _attach(data: _Data, batch: BatchResult) -> _Data:
     data.attrs[ATTRS_KEY] = batch
     return data
+
+
+def _semantic_agent(agent: ChatAgent | None, settings: dict[str, Any]) -> tuple[ChatAgent, dict[str, Any]]:
+    """The agent a semantic operation embeds and asks with, and ``run_batch``'s options taken out of ``settings``."""
+    options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
+    if agent is None:
+        from aiforge.chat.agent import ChatAgent
+
+        return ChatAgent(memory="none", **settings), options
+    if settings:
+        raise UsageError(
+            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
+            "set them on the agent you pass instead."
+        )
+    return agent, options
 
 
 def _checked_labels(labels: Sequence[str]) -> tuple[str, ...]:

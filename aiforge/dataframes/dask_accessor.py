@@ -126,6 +126,61 @@ class DaskOperations:
         """
         return _agg_job(self._data, prompt, by, output, concurrency, settings)
 
+    def dedup(
+        self,
+        column: str,
+        threshold: float | None = None,
+        *,
+        confirm: bool | tuple[float, float] = False,
+        prompt: str | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.Series:
+        """``duplicate_of`` of every row, computed now, as a pandas Series: see ``df.aiforge.dedup``.
+
+        The embeddings are made per partition on the workers, the blocking (and the confirmation batch) on the
+        client (``semantic/partitioned.py``): a row's group depends on all rows. ``.attrs["aiforge"]`` holds the
+        ``DedupReport``. Back on the frame: ``ddf.merge(ids.to_frame(), left_index=True, right_index=True)``.
+        """
+        from aiforge.dataframes.accessor import BATCH_OPTIONS
+        from aiforge.semantic.near_duplicates import DedupRequest, confirm_template, similarity_band
+        from aiforge.semantic.partitioned import dask_duplicate_ids
+
+        if column not in self._data.columns:
+            raise UsageError(no_such_column("dedup", column, self._data.columns))
+        band = similarity_band(threshold, confirm)
+        options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
+        request = DedupRequest(band, confirm_template(prompt), concurrency, options)
+        ids, report = dask_duplicate_ids(self._data[column], settings, request)
+        ids.attrs[ATTRS_KEY] = report
+        return ids
+
+    def embed(self, column: str, concurrency: int = 4, **settings: Any) -> dd.Series:
+        """A lazy Series ``<column>_embedding`` of float32 vectors (None for a missing value), per partition.
+
+        The pandas accessor's ``embed`` on each partition with this process's agent (``partition.process_agent``);
+        ``model=``, ``cache=`` and ``batch_size=`` are its options, the rest agent settings (never a key). At most
+        ``concurrency`` embeddings requests are in flight across the cluster; ``job_summary`` gives the cost::
+
+            vectors = ddf.aiforge.embed("review", provider="openai")
+        """
+        if column not in self._data.columns:
+            raise UsageError(no_such_column("embed", column, self._data.columns))
+        from aiforge.semantic.embed_column import embedding_name
+
+        secret = [name for name in settings if "api_key" in name.lower()]
+        if secret:
+            raise UsageError(
+                f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
+                "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
+            )
+        options = {name: settings.pop(name) for name in ("model", "cache", "batch_size") if name in settings}
+        job = _embedding_job(concurrency)
+        meta = pd.Series([], dtype=object, name=embedding_name(column), index=self._data._meta.index)
+        result: dd.Series = self._data.map_partitions(_embedded_partition, column, settings, options, job, meta=meta)
+        setattr(result, JOB_ATTRIBUTE, job)
+        return result
+
     def _new_columns(self, operation: str, concurrency: int, settings: dict[str, Any], **what: Any) -> dd.DataFrame:
         spec, job = self._job(operation, concurrency, settings, **what)
         meta = spec.empty_columns(self._data._meta.index)
@@ -158,6 +213,44 @@ class DaskOperations:
         Semaphore(max_leases=concurrency, name=job.semaphore)
         Queue(job.queue)
         return spec, job
+
+
+def _embedding_job(concurrency: int) -> DaskJob:
+    """An embed job's semaphore and summary queue on the scheduler; one lease a partition (one request at a time)."""
+    from distributed import Queue, Semaphore, get_client
+
+    try:
+        get_client()
+    except ValueError:
+        raise UsageError(
+            "ddf.aiforge needs a distributed Client (Client() or Client(LocalCluster())): "
+            "the job's concurrency limit and summary live on its scheduler."
+        ) from None
+    job = DaskJob(f"aiforge-{uuid.uuid4().hex[:12]}", concurrency, 1)
+    Semaphore(max_leases=concurrency, name=job.semaphore)
+    Queue(job.queue)
+    return job
+
+
+def _embedded_partition(
+    part: pd.DataFrame, column: str, settings: dict[str, Any], options: dict[str, Any], job: DaskJob
+) -> pd.Series:
+    from aiforge.dataframes.partition import process_agent
+    from aiforge.semantic.embed_column import embedding_name, embedding_series
+
+    if len(part) == 0:
+        return pd.Series([], dtype=object, name=embedding_name(column), index=part.index)
+    with _leases(job, 1):
+        vectors = embedding_series(part[column], process_agent(settings), concurrency=1, **options)
+    run = vectors.attrs.pop(ATTRS_KEY)
+    report = {
+        "partition": partition_key(part), "rows": len(part), "failed": [], "cost": run.total_cost,
+        "tokens": run.total_tokens, "cached": run.cached, "saved": _savings_report(Savings()),
+    }
+    from distributed import Queue
+
+    Queue(job.queue).put(report)
+    return vectors
 
 
 def compute(result: Any, *, progress: bool = True) -> Any:

@@ -18,6 +18,7 @@ __all__ = [
     "available_providers",
     "builtin_class",
     "create_provider",
+    "embedding_providers",
     "is_embedded",
     "label_scoring_providers",
     "register_provider",
@@ -33,6 +34,7 @@ class BuiltinProviderClass(Protocol):
     supports_native_tools: bool
     embedded: bool
     scores_labels: bool
+    embeds: bool
 
     def __call__(self, settings: AIForgeSettings, /) -> Provider: ...
 
@@ -152,6 +154,18 @@ def label_scoring_providers() -> list[str]:
     for name in sorted(_BUILTIN):
         try:
             if builtin_class(name).scores_labels:
+                found.append(name)
+        except ImportError:  # an optional SDK missing: that provider cannot be used at all here
+            continue
+    return found
+
+
+def embedding_providers() -> list[str]:
+    """The built-in providers whose ``embed`` works (``embeds``), read from their classes."""
+    found = []
+    for name in sorted(_BUILTIN):
+        try:
+            if builtin_class(name).embeds:
                 found.append(name)
         except ImportError:  # an optional SDK missing: that provider cannot be used at all here
             continue

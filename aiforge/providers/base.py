@@ -8,7 +8,16 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from aiforge.core.types import CallParams, Completion, LabelScores, Message, ProviderError, ToolSpec
+from aiforge.core.types import (
+    CallParams,
+    Completion,
+    EmbeddingLimits,
+    Embeddings,
+    LabelScores,
+    Message,
+    ProviderError,
+    ToolSpec,
+)
 
 if TYPE_CHECKING:
     from aiforge.providers.batch_api import BatchLimits, ProviderBatchAPI
@@ -62,6 +71,13 @@ class Provider(ABC):
     """``score_labels`` picks a label better than generating one under a grammar of the labels does, and faster
     (measured for the embedded model in ``bench/cost_label_scoring.py``): a label batch with this provider is
     answered by scoring unless ``LABELS_BY`` says otherwise (an instance may opt in: a scripted provider's)."""
+    embeds: ClassVar[bool] = False
+    """``embed`` works here: texts to vectors (``df.aiforge.embed``, ``aiforge.semantic.embed_texts``)."""
+    default_embedding_model: ClassVar[str | None] = None
+    """The model ``embed`` uses when neither the call nor ``EMBEDDING_MODEL`` names one; None: ``default_model``."""
+    embedding_limits: EmbeddingLimits = EmbeddingLimits()
+    """How many texts one ``embed`` call may carry; callers split longer lists into requests within these (an
+    instance may have its own: a scripted provider's, to test splitting)."""
     base_url: str | None = None
     """The URL this provider's calls go to (part of what identifies a batch or a cached reply); None in process."""
     default_model: str = "default"
@@ -122,6 +138,23 @@ class Provider(ABC):
         """
         name = self.registry_name
         raise ProviderError(f"the {name} provider cannot score labels (scores_labels is False)", provider=name)
+
+    async def embed(self, texts: Sequence[str], model: str | None = None) -> Embeddings:
+        """The vectors of ``texts`` from one request (``embeds``; at most ``embedding_limits`` of them).
+
+        ``model`` None: ``embedding_model(None)``. Raises ``ProviderError`` by default; a backend with an
+        embeddings API overrides this (``aiforge.providers.embedding_providers()`` lists the built-in ones).
+        """
+        name = self.registry_name
+        raise ProviderError(
+            f"the {name} provider has no embeddings API (embeds is False); "
+            "aiforge.providers.embedding_providers() lists the providers that embed",
+            provider=name,
+        )
+
+    def embedding_model(self, model: str | None) -> str:
+        """The embeddings model a call with ``model`` uses: it, or ``default_embedding_model``, or ``default_model``."""
+        return model or self.default_embedding_model or self.default_model
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release network clients; the provider may be used again afterwards."""

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from aiforge.core.types import CallParams, LabelScores, Message
+from aiforge.providers.openai_embeddings import DEFAULT_OPENAI_EMBEDDING_MODEL
 from aiforge.providers.openai_scoring import score_by_logprobs
 from aiforge.providers.openai_wire import ChatCompletionsProvider
 from aiforge.providers.sdk import Endpoint
@@ -27,6 +28,7 @@ class OpenAIProvider(ChatCompletionsProvider):
         "openai", "OPENAI_BASE_URL", "OPENAI_API_KEY", "gpt-4o-mini", default_url=DEFAULT_BASE_URL
     )
     scores_labels: ClassVar[bool] = True
+    default_embedding_model: ClassVar[str | None] = DEFAULT_OPENAI_EMBEDDING_MODEL
 
     def batch_api(self, limits: BatchLimits | None = None) -> OpenAIBatchAPI:
         """The Files + Batches API (``agent.submit_batch``)."""

@@ -7,15 +7,16 @@ as ``Completion`` (read by ``openai_completion``). The two providers are this on
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiforge.core.logs import redact
-from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec
+from aiforge.core.types import CallParams, Completion, Embeddings, Message, ProviderError, ToolSpec
 from aiforge.providers.base import StructuredOutputMode
 from aiforge.providers.openai_completion import OpenAIStreamState, completion_from_openai
+from aiforge.providers.openai_embeddings import embed_over_openai
 from aiforge.providers.openai_output import add_output_format
 from aiforge.providers.sdk import SDKProvider
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
@@ -92,6 +93,8 @@ class ChatCompletionsProvider(SDKProvider["openai.AsyncOpenAI"]):
     structured_output: ClassVar[StructuredOutputMode] = "json_schema"
     service_tier_unsent: ClassVar[str | None] = None
 
+    embeds: ClassVar[bool] = True  # POST /embeddings: OpenAI's and every OpenAI-compatible server's
+
     #: OpenAI's reasoning models reject ``max_tokens``; many gateways only know it.
     max_tokens_field: ClassVar[str] = "max_completion_tokens"
 
@@ -99,6 +102,10 @@ class ChatCompletionsProvider(SDKProvider["openai.AsyncOpenAI"]):
         import openai
 
         return openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout)
+
+    async def embed(self, texts: Sequence[str], model: str | None = None) -> Embeddings:
+        """The vectors of ``texts`` from one ``/embeddings`` request (``openai_embeddings``)."""
+        return await embed_over_openai(self, texts, model)
 
     def fixed_temperature(self, model: str) -> bool:
         """True for models that reject any temperature but the default (only OpenAI's reasoning models)."""

@@ -22,6 +22,12 @@ or one label, which then gets ``confidence``) scripts each row's confidence::
 
     cheap = ScriptedProvider(scores=lambda messages: {"pos": 0.97, "neg": 0.03})
 
+``embed`` gives each text a deterministic unit vector in which texts sharing words are close (``scripted_embeddings``:
+hashed words and trigrams, ``embedding_dim`` long); ``embeddings=`` (a function of one text returning its vector)
+scripts them instead, and may raise to script a failure. Every ``embed`` call's texts are kept in ``embed_calls``::
+
+    fake = ScriptedProvider(embeddings=lambda text: [1.0, 0.0] if "cat" in text else [0.0, 1.0])
+
 ``classifies_by_scoring=True`` makes label batches (``classify``, ``filter``) score rather than generate, as the
 embedded model's do (``LABELS_BY``).
 """
@@ -43,6 +49,8 @@ from aiforge.core.tokens import CHARS_PER_TOKEN
 from aiforge.core.types import (
     CallParams,
     Completion,
+    EmbeddingLimits,
+    Embeddings,
     LabelScores,
     Message,
     ToolCall,
@@ -54,6 +62,7 @@ from aiforge.core.types import (
 from aiforge.providers.base import Provider, StreamEvent, StructuredOutputMode
 from aiforge.providers.batch_api import BatchLimits
 from aiforge.providers.scripted_batch import ScriptedBatchAPI, ScriptedBatches
+from aiforge.providers.scripted_embeddings import SCRIPTED_DIM, hashed_embedding
 
 _ids = itertools.count(1)
 _instance_ids = itertools.count(1)
@@ -93,6 +102,8 @@ class ScriptedCall:
 
 
 Script = str | ScriptedReply | BaseException | Callable[[list[Message]], "str | ScriptedReply"]
+EmbeddingScript = Callable[[str], Sequence[float]]
+"""``embeddings=``: one text -> its vector (every text's of the same length)."""
 LabelScript = Callable[[list[Message]], "Mapping[str, float] | str"]
 """``scores=``: the messages of one request -> each label's weight (normalised), or the one likely label."""
 
@@ -137,6 +148,8 @@ class ScriptedProvider(Provider):
     free = True
     structured_output: ClassVar[StructuredOutputMode] = "scripted"
     scores_labels: ClassVar[bool] = True
+    embeds: ClassVar[bool] = True
+    default_embedding_model: ClassVar[str | None] = "scripted-embedding"
 
     def __init__(
         self,
@@ -149,6 +162,9 @@ class ScriptedProvider(Provider):
         scores: LabelScript | None = None,
         confidence: float = 0.9,
         classifies_by_scoring: bool = False,
+        embeddings: EmbeddingScript | None = None,
+        embedding_dim: int = SCRIPTED_DIM,
+        embedding_limits: EmbeddingLimits | None = None,
     ) -> None:
         # Built by the registry as ScriptedProvider(settings): a settings object is not a script.
         if isinstance(replies, str):
@@ -166,7 +182,14 @@ class ScriptedProvider(Provider):
         """The probability ``score_labels`` gives a request's one likely label (the rest is shared evenly)."""
         self.classifies_by_scoring = classifies_by_scoring
         """True: label batches are answered by ``score_labels`` (``LABELS_BY=auto``), as on the embedded model."""
+        self.embeddings = embeddings
+        """How ``embed`` makes a text's vector; None: hashed words and trigrams (``scripted_embeddings``)."""
+        self.embedding_dim = embedding_dim
+        if embedding_limits is not None:
+            self.embedding_limits = embedding_limits
         self.calls: list[ScriptedCall] = []
+        self.embed_calls: list[list[str]] = []
+        """The texts of every ``embed`` call (one request each), in order."""
         self.batches = ScriptedBatches()
         """The jobs of this provider's in-process Batch API and the knobs that drive them."""
 
@@ -231,6 +254,25 @@ class ScriptedProvider(Provider):
         usage = Usage(input_tokens=sum(_count_tokens(m["content"]) for m in messages), output_tokens=1)
         probabilities = {label: weights.get(label, 0.0) / total for label in labels}
         return LabelScores(probabilities, usage, params.model or self.default_model)
+
+    async def embed(self, texts: Sequence[str], model: str | None = None) -> Embeddings:
+        """Each text's scripted vector (``embeddings=``), or its hashed words and trigrams; input tokens counted."""
+        import numpy as np
+
+        texts = list(texts)
+        self.embed_calls.append(texts)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.embeddings is None:
+            rows = [hashed_embedding(text, self.embedding_dim) for text in texts]
+        else:
+            rows = [list(self.embeddings(text)) for text in texts]
+        lengths = sorted({len(row) for row in rows})
+        if len(lengths) > 1:
+            raise UsageError(f"scripted embeddings must all have one length, got lengths {lengths}")
+        vectors = np.array(rows, dtype=np.float32).reshape(len(texts), len(rows[0]) if rows else self.embedding_dim)
+        usage = Usage(input_tokens=sum(_count_tokens(text) for text in texts))
+        return Embeddings(vectors, usage, self.embedding_model(model))
 
     def _likely(self, answer: str, labels: Sequence[str]) -> dict[str, float]:
         """``answer`` at ``confidence``, the rest shared by the other labels (evenly over all if it is none)."""

@@ -28,6 +28,7 @@ EXPECTED = [
     "11_sessions_and_logs",
     "12_scale_out_with_dask",
     "13_cheapest_correct_column",
+    "14_semantic_operators",
     "15_evaluate_and_trace",
 ]
 KNOWN_TAGS = {"nbval-ignore-output", "nbval-check-output", "nbval-skip", "raises-exception"}

@@ -45,13 +45,18 @@ class LlamaCppServer:
 
     ``n_batch`` bounds the prompt tokens decoded per step of the server's loop, so that a long prompt
     takes several steps and ``/slots`` answers while it is being read. ``api_key`` makes the server
-    require it (llama-server's ``--api-key``).
+    require it (llama-server's ``--api-key``). ``embedding`` starts it in embedding mode (llama-server's
+    ``--embeddings --pooling mean``), serving ``/v1/embeddings``.
     """
 
-    def __init__(self, port: int | None = None, *, api_key: str | None = None, n_batch: int | None = None) -> None:
+    def __init__(
+        self, port: int | None = None, *, api_key: str | None = None, n_batch: int | None = None,
+        embedding: bool = False,
+    ) -> None:
         self.port = port or free_port()
         self.api_key = api_key
         self.n_batch = n_batch
+        self.embedding = embedding
         self.process: subprocess.Popen[bytes] | None = None
         self.start_seconds = 0.0
         """How long the last ``start`` took, child process and model load included."""
@@ -73,6 +78,8 @@ class LlamaCppServer:
         command = [sys.executable, os.path.abspath(__file__), "--port", str(self.port)]
         if self.n_batch:
             command += ["--n-batch", str(self.n_batch)]
+        if self.embedding:
+            command.append("--embedding")
         env = dict(os.environ)
         if self.api_key:
             env["LLAMACPP_TEST_API_KEY"] = self.api_key  # not on the command line, where ps shows it
@@ -166,7 +173,7 @@ class LlamaCppServer:
         self.stop()
 
 
-def serve(port: int, n_batch: int | None) -> None:
+def serve(port: int, n_batch: int | None, embedding: bool = False) -> None:
     """Run the server on 127.0.0.1:``port`` until stdin closes (the child's ``__main__``)."""
     import xllamacpp
 
@@ -189,6 +196,10 @@ def serve(port: int, n_batch: int | None) -> None:
     params.cpuparams_batch.n_threads = 1
     if n_batch:
         params.n_batch = params.n_ubatch = n_batch
+    if embedding:
+        params.embedding = True
+        params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+        params.n_batch = params.n_ubatch = params.n_ctx  # a pooled embedding reads a whole text in one batch
     key = os.environ.get("LLAMACPP_TEST_API_KEY")
     if key:
         params.api_keys = [key]
@@ -202,5 +213,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--n-batch", type=int, default=None)
+    parser.add_argument("--embedding", action="store_true")
     arguments = parser.parse_args()
-    serve(arguments.port, arguments.n_batch)
+    serve(arguments.port, arguments.n_batch, arguments.embedding)

@@ -1,8 +1,14 @@
 """The llama.cpp engine behind the embedded model: one loaded server per process, fed by a worker thread.
 
-An engine is keyed by model file, thread count and context size, loaded on first use (``xllamacpp``
+An engine is keyed by model file, thread count, context size and mode, loaded on first use (``xllamacpp``
 is imported only then) and shared by every agent. Requests run on the engine's own worker thread,
 so the event loop never blocks.
+
+``embedding=True`` is a second server on the same GGUF file for ``Provider.embed``: llama.cpp's server answers
+embeddings only when started in embedding mode (the chat server answers 501 "This server does not support
+embeddings. Start it with `--embeddings`"), and the chat engine stays as its measured defaults were chosen on.
+It mean-pools the last layer's token states into one L2-normalised vector per text, and takes a whole text in one
+batch (``n_batch`` = ``n_ubatch`` = the context size), as a pooled embedding needs.
 """
 
 from __future__ import annotations
@@ -54,10 +60,12 @@ def default_threads(local_threads: int | None) -> int:
 class LocalEngine:
     """One loaded llama.cpp server and the worker threads that feed it; shared per process."""
 
-    def __init__(self, model_path: Path, threads: int, context_size: int) -> None:
+    def __init__(self, model_path: Path, threads: int, context_size: int, embedding: bool = False) -> None:
         self.model_path = model_path
         self.threads = threads
         self.context_size = context_size
+        self.embedding = embedding
+        """A server in embedding mode (``embed``), not the chat server."""
         self.model_name = model_name_for(model_path)
         self.executor = ThreadPoolExecutor(max_workers=SLOTS, thread_name_prefix="aiforge-local")
         self._server: Any = None
@@ -93,6 +101,10 @@ class LocalEngine:
         # processes out of it, and one HTTP thread serves only ``tokens_of``.
         params.api_keys = [self._api_key]
         params.n_threads_http = 1
+        if self.embedding:
+            params.embedding = True
+            params.pooling_type = xllamacpp.llama_pooling_type.LLAMA_POOLING_TYPE_MEAN
+            params.n_batch = params.n_ubatch = self.context_size
         try:
             return xllamacpp.Server(params)
         except RuntimeError as exc:
@@ -156,15 +168,24 @@ class LocalEngine:
             raise failures[0]
 
 
-_engines: dict[tuple[Path, int, int], LocalEngine] = {}
+    def embed(self, texts: list[str]) -> dict[str, Any]:
+        """The OpenAI-shaped answer of llama.cpp's embeddings handler for ``texts`` (worker thread; embedding mode)."""
+        try:
+            answer: dict[str, Any] = self.server.handle_embeddings({"input": texts})
+        except (ValueError, RuntimeError) as exc:
+            raise ProviderError(f"the embedded model could not embed the texts: {exc}", provider="local") from exc
+        return answer
+
+
+_engines: dict[tuple[Path, int, int, bool], LocalEngine] = {}
 _engines_lock = threading.Lock()
 
 
-def shared_engine(model_path: Path, threads: int, context_size: int) -> LocalEngine:
-    """The process-wide engine for this model file, thread count and context size (loaded on first use)."""
-    key = (model_path.resolve(), threads, context_size)
+def shared_engine(model_path: Path, threads: int, context_size: int, embedding: bool = False) -> LocalEngine:
+    """The process-wide engine for this model file, thread count, context size and mode (loaded on first use)."""
+    key = (model_path.resolve(), threads, context_size, embedding)
     with _engines_lock:
         engine = _engines.get(key)
         if engine is None:
-            engine = _engines[key] = LocalEngine(key[0], threads, context_size)
+            engine = _engines[key] = LocalEngine(key[0], threads, context_size, embedding)
         return engine

@@ -22,6 +22,7 @@ from aiforge.core.types import (
     BadRequestError,
     CallParams,
     Completion,
+    Embeddings,
     LabelScores,
     Message,
     ProviderError,
@@ -32,7 +33,8 @@ from aiforge.core.types import (
 from aiforge.core.waits import waited
 from aiforge.providers.base import Provider, StreamEvent, StructuredOutputMode
 from aiforge.providers.local import defaults
-from aiforge.providers.local.engine import default_threads, shared_engine
+from aiforge.providers.local.embeddings import LOCAL_EMBEDDING_LIMITS, embed_locally
+from aiforge.providers.local.engine import LocalEngine, default_threads, shared_engine
 from aiforge.providers.local.loops import LoopGuard
 from aiforge.providers.local.placeholders import (
     EXAMPLE_ANSWER,
@@ -101,6 +103,8 @@ class LocalProvider(Provider):
     default_temperature: ClassVar[float | None] = defaults.TEMPERATURE
     structured_output: ClassVar[StructuredOutputMode] = "grammar"
     scores_labels = classifies_by_scoring = True  # each label's tokens' likelihood as the answer (scoring.py)
+    embeds: ClassVar[bool] = True  # a second server on the same weights, in embedding mode (embeddings.py)
+    embedding_limits = LOCAL_EMBEDDING_LIMITS
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings
@@ -203,6 +207,20 @@ class LocalProvider(Provider):
                     final = event
         assert final is not None
         return final
+
+    async def embed(self, texts: Sequence[str], model: str | None = None) -> Embeddings:
+        """The loaded model's mean-pooled, normalised vectors of ``texts`` (``local/embeddings.py``); ``model`` is
+        ignored: this provider has one model."""
+        return await embed_locally(self.embedding_engine, texts, self._error)
+
+    def embedding_model(self, model: str | None) -> str:
+        return self.engine.model_name  # whatever was asked, the loaded weights answer
+
+    @property
+    def embedding_engine(self) -> LocalEngine:
+        """The engine in embedding mode on the same weights (loaded on first ``embed``)."""
+        engine = self.engine
+        return shared_engine(engine.model_path, engine.threads, engine.context_size, embedding=True)
 
     async def score_labels(self, messages: list[Message], labels: Sequence[str], params: CallParams) -> LabelScores:
         return await score_by_likelihood(self.engine, messages, labels, self._error)

@@ -1,0 +1,348 @@
+"""Texts to vectors through an agent's provider: ``embed_texts`` (the vectors) and ``run_embeddings`` (the vectors
+with what they cost), used by ``df.aiforge.embed`` and by the operators that compare texts (dedup, join).
+
+What it does for the caller, so each operator does not:
+
+* each distinct text is embedded once (duplicates share a row);
+* a text already in the response cache is not asked again, nor paid (``cache=`` as ``run_batch``'s: None uses the
+  agent's ``CACHE`` setting, False turns it off, True, a path or ``"memory"`` name a cache);
+* the rest go in requests within the provider's ``embedding_limits`` (texts and estimated tokens per request),
+  ``concurrency`` of them at a time, with a progress bar when there is more than one request;
+* every row is scaled to length 1, so a dot product is the cosine similarity (a zero vector stays zero);
+* a failed request raises its mapped aiforge error (``ProviderError`` and its kinds) once the requests in flight are
+  cancelled; the requests that had succeeded are cached, whole vectors only, so running it again pays only the rest;
+* the cost and tokens of the requests are recorded on ``agent.cost_tracker`` (kind ``"embedding"``) and returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aiforge.core.aio import run_sync
+from aiforge.core.pricing import price_of
+from aiforge.core.tokens import estimate_tokens
+from aiforge.core.types import ConfigError, EmbeddingLimits, ProviderError, Usage, UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from aiforge.chat.agent import ChatAgent
+    from aiforge.store import ResponseCache
+
+CacheOption = bool | str | os.PathLike[str] | None
+"""``cache=``: None uses the agent's ``CACHE`` setting; False off; True, a path or ``"memory"`` name a cache."""
+
+DEFAULT_CONCURRENCY = 4
+"""Embedding requests in flight at once: each carries up to thousands of texts, so a few keep a server busy."""
+
+
+@dataclass(slots=True)
+class EmbeddingRun:
+    """The vectors of ``run_embeddings`` and what they cost."""
+
+    vectors: np.ndarray = field(repr=False)
+    """float32, shape ``(len(texts), dim)``, each row of length 1 (or zero), in the order of the texts."""
+    model: str
+    """The embeddings model asked."""
+    usage: Usage
+    """Input tokens of the requests made (cached texts cost none)."""
+    cost: float
+    """USD of the requests made (0.0 for a free provider or an unpriced model: see ``priced``)."""
+    priced: bool
+    """False when the model has no price (add it with the ``PRICES`` setting)."""
+    requests: int
+    """Embeddings requests sent."""
+    embedded: int
+    """Distinct texts sent to the provider."""
+    cached: int
+    """Distinct texts served from the response cache."""
+    saved_cost: float
+    """USD the cached texts cost when they were first embedded."""
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.shape[1])
+
+    @property
+    def total_cost(self) -> float:
+        """``cost``, under the name a ``BatchResult`` gives it."""
+        return self.cost
+
+    @property
+    def total_tokens(self) -> int:
+        """The input tokens of the requests made, under the name a ``BatchResult`` gives them."""
+        return self.usage.total_tokens
+
+
+def embed_texts(
+    agent: ChatAgent,
+    texts: Iterable[str],
+    *,
+    model: str | None = None,
+    cache: CacheOption = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    batch_size: int | None = None,
+) -> np.ndarray:
+    """The embedding of each of ``texts`` through ``agent``'s provider: float32 ``(len(texts), dim)``, rows of length 1.
+
+    ``model``: None uses the ``EMBEDDING_MODEL`` setting, else the provider's default embeddings model. See the
+    module docstring for caching, batching and errors; ``run_embeddings`` also returns the cost.
+
+        agent = ChatAgent(provider="scripted")
+        vectors = embed_texts(agent, ["a red apple", "a red apples", "tax law"])
+        vectors @ vectors.T  # cosine similarities: the first two are close
+    """
+    run = run_embeddings(agent, texts, model=model, cache=cache, concurrency=concurrency, batch_size=batch_size)
+    return run.vectors
+
+
+def run_embeddings(
+    agent: ChatAgent,
+    texts: Iterable[str],
+    *,
+    model: str | None = None,
+    cache: CacheOption = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    batch_size: int | None = None,
+) -> EmbeddingRun:
+    """``embed_texts`` with its cost, tokens, requests and cache hits (an ``EmbeddingRun``).
+
+        run = run_embeddings(ChatAgent(provider="scripted"), ["a", "b", "a"])
+        run.vectors.shape, run.embedded, run.cost  # ((3, 256), 2, 0.0)
+    """
+    return run_sync(
+        arun_embeddings(agent, texts, model=model, cache=cache, concurrency=concurrency, batch_size=batch_size)
+    )
+
+
+async def arun_embeddings(
+    agent: ChatAgent,
+    texts: Iterable[str],
+    *,
+    model: str | None = None,
+    cache: CacheOption = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    batch_size: int | None = None,
+) -> EmbeddingRun:
+    """``run_embeddings`` in async code."""
+    checked = _checked_texts(texts)
+    _check_positive("concurrency", concurrency)
+    if batch_size is not None:
+        _check_positive("batch_size", batch_size)
+    provider = agent.provider
+    if not provider.embeds:
+        from aiforge.providers import embedding_providers
+
+        raise ConfigError(
+            f"the {agent.provider_name} provider cannot embed texts (no embeddings API, or behind a REPLAY cassette, "
+            f"which records no embeddings); embeddings work with: {', '.join(embedding_providers())}. "
+            "Use an agent of one of them: ChatAgent(provider=...)."
+        )
+    name = provider.embedding_model(model or agent.settings.EMBEDDING_MODEL)
+    store = _cache_of(agent, cache)
+    distinct = list(dict.fromkeys(checked))
+    run = _Run(agent, name, store)
+    found = run.cached_vectors(distinct)
+    missing = [text for text in distinct if text not in found]
+    chunks = _chunks(missing, _limits(provider.embedding_limits, batch_size))
+    found.update(await run.embed_all(chunks, concurrency))
+    return run.result(checked, found, embedded=len(missing), cached=len(distinct) - len(missing))
+
+
+def _checked_texts(texts: Iterable[str]) -> list[str]:
+    """``texts`` as a list (a Series or an array gives its values); a ``UsageError`` naming what is not text."""
+    if isinstance(texts, str | bytes | Mapping) or not isinstance(texts, Iterable):
+        raise UsageError(f"texts must be a list of strings (or a Series of them), not {type(texts).__name__}")
+    texts = list(texts)
+    wrong = [i for i, text in enumerate(texts) if not isinstance(text, str)]
+    if wrong:
+        raise UsageError(
+            f"texts must be strings: the items at {wrong[:10]} are {type(texts[wrong[0]]).__name__} "
+            "(fill or drop missing values first)"
+        )
+    empty = [i for i, text in enumerate(texts) if not text]
+    if empty:
+        raise UsageError(f"the texts at {empty[:10]} are empty: the embeddings APIs reject empty input")
+    return texts
+
+
+def _check_positive(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _cache_of(agent: ChatAgent, cache: CacheOption) -> ResponseCache | None:
+    from aiforge.batch.identity import open_cache
+
+    return agent.response_cache if cache is None else open_cache(cache)
+
+
+def _limits(limits: EmbeddingLimits, batch_size: int | None) -> EmbeddingLimits:
+    if batch_size is None:
+        return limits
+    return EmbeddingLimits(max_inputs=min(batch_size, limits.max_inputs), max_tokens=limits.max_tokens)
+
+
+def _chunks(texts: list[str], limits: EmbeddingLimits) -> list[list[str]]:
+    """``texts`` in order, cut into requests of at most ``max_inputs`` texts and ``max_tokens`` tokens (bounded by
+    ``_token_bound``). A text over the budget on its own still goes, alone: the server says whether it is too long.
+    """
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    tokens = 0
+    for text in texts:
+        size = _token_bound(text)
+        if current and (len(current) >= limits.max_inputs or tokens + size > limits.max_tokens):
+            chunks.append(current)
+            current, tokens = [], 0
+        current.append(text)
+        tokens += size
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _token_bound(text: str) -> int:
+    """A high estimate of ``text``'s tokens: its UTF-8 bytes / 3, rounded up.
+
+    ``estimate_tokens`` (characters / 4) fits English but undercounts other scripts four times over, and a request
+    over the server's budget fails whole; bytes / 3 is above the real count for English and near it for CJK.
+    """
+    return -(-len(text.encode("utf-8", "surrogatepass")) // 3)
+
+
+class _Run:
+    """One ``run_embeddings`` call's model, cache and running totals."""
+
+    def __init__(self, agent: ChatAgent, model: str, cache: ResponseCache | None) -> None:
+        self.agent, self.model, self.cache = agent, model, cache
+        self.usage = Usage()
+        self.cost = 0.0
+        self.priced = True
+        self.requests = 0
+        self.saved_cost = 0.0
+
+    def key(self, text: str) -> str:
+        from aiforge.store import fingerprint
+        from aiforge.store.fingerprint import public_endpoint
+
+        provider = self.agent.provider
+        return fingerprint(
+            {
+                "kind": "embedding",
+                "provider": self.agent.provider_name,
+                "endpoint": public_endpoint(provider.base_url),
+                "model": self.model,
+                "input": text,
+            }
+        )
+
+    def cached_vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """The vectors of ``texts`` the cache holds, by text."""
+        if self.cache is None:
+            return {}
+        found = {}
+        for text in texts:
+            entry = self.cache.entry(self.key(text))
+            if entry is not None:
+                payload, cost = entry
+                found[text] = _decoded(payload)
+                self.saved_cost += cost
+        return found
+
+    async def embed_all(self, chunks: list[list[str]], concurrency: int) -> dict[str, np.ndarray]:
+        """The vectors of every text of ``chunks``, ``concurrency`` requests at a time; the first error raises."""
+        from aiforge.core.progress import progress_bar, progress_enabled
+
+        vectors: dict[str, np.ndarray] = {}
+        pending = list(reversed(chunks))
+        shown = len(chunks) > 1 and progress_enabled(self.agent.settings.PROGRESS_BAR)
+        bar = progress_bar(sum(map(len, chunks)), desc="aiforge embed", unit="text") if shown else None
+
+        async def worker() -> None:
+            while pending:
+                chunk = pending.pop()
+                vectors.update(await self.embed_chunk(chunk))
+                if bar is not None:
+                    bar.update(len(chunk))
+
+        tasks = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(chunks)))]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if bar is not None:
+                bar.close()
+        return vectors
+
+    async def embed_chunk(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """One request: its vectors normalised, priced, recorded and cached (only when the whole request succeeded)."""
+        agent = self.agent
+        result = await agent.provider.embed(texts, self.model)
+        rows = _unit_rows(result.vectors, len(texts), agent.provider_name)
+        free = agent.provider.free
+        cost, priced = (0.0, True) if free else price_of(result.usage, self.model, agent.settings.PRICES)
+        agent.cost_tracker.record(
+            result.usage, self.model, provider=agent.provider_name, kind="embedding",
+            price_overrides=agent.settings.PRICES, free=free,
+        )
+        self.usage += result.usage
+        self.cost += cost
+        self.priced &= priced
+        self.requests += 1
+        if self.cache is not None:
+            weights = [estimate_tokens(text) for text in texts]
+            total = sum(weights)
+            for text, row, weight in zip(texts, rows, weights, strict=True):
+                self.cache.put(self.key(text), _encoded(row), cost=cost * weight / total if total else 0.0)
+        return dict(zip(texts, rows, strict=True))
+
+    def result(self, texts: list[str], vectors: dict[str, np.ndarray], *, embedded: int, cached: int) -> EmbeddingRun:
+        import numpy as np
+
+        dims = {row.shape[0] for row in vectors.values()}
+        if len(dims) > 1:
+            raise ConfigError(
+                f"the embeddings of these texts have different lengths {sorted(dims)}: the cache holds vectors of "
+                f"another model under the name {self.model!r}; run with cache=False or clear the cache"
+            )
+        dim = dims.pop() if dims else 0
+        matrix = np.stack([vectors[text] for text in texts]) if texts else np.zeros((0, dim), dtype=np.float32)
+        return EmbeddingRun(
+            vectors=matrix, model=self.model, usage=self.usage, cost=self.cost, priced=self.priced,
+            requests=self.requests, embedded=embedded, cached=cached, saved_cost=self.saved_cost,
+        )
+
+
+def _unit_rows(vectors: Any, count: int, provider: str) -> np.ndarray:
+    """A provider's vectors as float32 rows of length 1 (a zero row stays zero); checks there is one per text."""
+    import numpy as np
+
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != count or not np.isfinite(matrix).all():
+        raise ProviderError(
+            f"the {provider} provider returned embeddings of shape {matrix.shape} (finite: "
+            f"{bool(np.isfinite(matrix).all())}) for {count} texts",
+            provider=provider,
+        )
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    return unit
+
+
+def _encoded(row: np.ndarray) -> dict[str, Any]:
+    """A cache payload for one vector: its little-endian float32 bytes in base64 (a quarter of its JSON)."""
+    return {"embedding": base64.b64encode(row.astype("<f4").tobytes()).decode("ascii"), "dim": int(row.shape[0])}
+
+
+def _decoded(payload: dict[str, Any]) -> np.ndarray:
+    import numpy as np
+
+    return np.frombuffer(base64.b64decode(payload["embedding"]), dtype="<f4").astype(np.float32)

@@ -1,0 +1,283 @@
+"""Near-duplicate rows of a text column: embeddings block, the model confirms the borderline pairs if asked.
+
+(Not ``batch/dedup.py``, which asks rows with the *same prompt* once inside one batch.) Rows are grouped in three
+steps, and each row gets the index label of its group's first row (``duplicate_of``; so ``df[ids == ids.index]``
+keeps one row per group, and ``df.groupby(ids)`` gathers each group):
+
+1. Exact duplicates: rows with the same text are one group before anything is embedded (each distinct text is
+   embedded once), so they always share an id, at any threshold.
+2. Blocking: the cosine similarity of every pair of distinct texts, in tiles of 2048 x 2048 (``similarity.
+   pair_tiles``: 16 MiB at a time, never n x n). A pair at or above ``threshold`` is a duplicate.
+3. Confirmation (``confirm=``): a pair in the band ``[low, high)`` below that is asked to the model as one
+   ``bool`` row of a ``run_batch`` over pair prompts (``{left}`` and ``{right}``), unless the pairs above already
+   put its two texts in one group. ``confirm=True`` is the band ``[threshold - CONFIRM_BAND, threshold)``. A band
+   holding more than ``MAX_BORDERLINE`` pairs is a ``UsageError`` before any request: that many calls is rarely
+   meant, and it bounds the pairs kept in memory.
+
+Duplicates are transitive: groups are the connected components of the accepted pairs (``similarity.Groups``), so
+A~B and B~C put A and C together even when A and C are not similar themselves. A missing value (None, NaN) is a
+group of its own: there is nothing to compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aiforge.core.templates import RowTemplate
+from aiforge.core.types import UsageError
+from aiforge.semantic.distinct import DistinctTexts, embed_distinct
+from aiforge.semantic.similarity import Groups, pair_tiles, unit_rows
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from aiforge.batch.results import BatchResult
+    from aiforge.chat.agent import ChatAgent
+    from aiforge.semantic.embeddings import EmbeddingRun
+
+DEFAULT_THRESHOLD = 0.9
+"""Cosine similarity at or above which two texts are duplicates when ``threshold=`` is not given."""
+CONFIRM_BAND = 0.1
+"""``confirm=True`` asks the model about pairs within this much below the threshold."""
+DUPLICATE_OF = "duplicate_of"
+"""The name of ``dedup``'s Series: each row's group, as the index label of the group's first row."""
+MAX_BORDERLINE = 200_000
+"""The most pairs ``confirm=`` asks about in one call (each is a request)."""
+PAIR_FIELDS = ("left", "right")
+CONFIRM_PROMPT = (
+    "Are these two texts duplicates: the same request, item or entity, possibly worded differently? "
+    "Answer true if they are, false if they only share a topic.\n\nFirst text:\n{left}\n\nSecond text:\n{right}"
+)
+"""What ``confirm=`` asks of each borderline pair, as a ``bool``; ``prompt=`` replaces it."""
+
+PairAsker = Callable[[list[tuple[str, str]]], list[bool]]
+"""Borderline pairs of texts -> whether each is a duplicate (the model's answer; False for a failed pair)."""
+
+
+@dataclass(frozen=True)
+class Band:
+    """Similarity cut-offs: a pair at or above ``accept`` is a duplicate; in ``[ask, accept)`` it is asked."""
+
+    ask: float
+    accept: float
+
+    @property
+    def confirms(self) -> bool:
+        return self.ask < self.accept
+
+
+@dataclass(frozen=True)
+class DedupRequest:
+    """What one ``dedup`` call asks, apart from the rows: the band, the pair prompt, the confirmation's options."""
+
+    band: Band
+    prompt: str = CONFIRM_PROMPT
+    concurrency: int = 10
+    options: dict[str, Any] = field(default_factory=dict)
+    """``run_batch``'s options for the confirmation batch (``cache``, ``max_cost``, ``checkpoint``...)."""
+
+
+@dataclass
+class DedupReport:
+    """What one ``dedup`` did and spent, kept in its result's ``.attrs["aiforge"]``."""
+
+    rows: int
+    distinct: int
+    """Distinct texts embedded and compared (exact duplicates and missing values are not)."""
+    band: Band
+    similar: int = 0
+    """Pairs of distinct texts at or above the threshold: duplicates without asking."""
+    borderline: int = 0
+    """Pairs in the confirmation band (0 without ``confirm=``)."""
+    asked: int = 0
+    """Borderline pairs asked to the model: those whose texts the similar pairs had not already grouped."""
+    confirmed: int = 0
+    """Asked pairs the model said are duplicates."""
+    groups: int = 0
+    """Distinct ids among the rows."""
+    embedding: EmbeddingRun | None = field(default=None, repr=False)
+    """What embedding the distinct texts cost: requests, tokens, USD, cache hits (None: nothing to embed)."""
+    confirmation: BatchResult | None = field(default=None, repr=False)
+    """The ``run_batch`` over the asked pairs, with each pair's answer, cost and failures."""
+    pairs: list[tuple[int, int]] = field(default_factory=list, repr=False)
+    """The asked pairs as positions of rows (each pair's first rows), in the order of ``confirmation``."""
+
+    @property
+    def total_cost(self) -> float:
+        """USD of the embeddings and the confirmation batch."""
+        embedding = self.embedding.cost if self.embedding is not None else 0.0
+        return embedding + (self.confirmation.total_cost if self.confirmation is not None else 0.0)
+
+    @property
+    def total_tokens(self) -> int:
+        """Tokens of the embeddings and the confirmation batch."""
+        embedding = self.embedding.usage.total_tokens if self.embedding is not None else 0
+        return embedding + (self.confirmation.total_tokens if self.confirmation is not None else 0)
+
+
+def similarity_band(threshold: float | None, confirm: bool | tuple[float, float]) -> Band:
+    """The band that ``threshold=`` and ``confirm=`` describe; a ``UsageError`` naming what does not fit.
+
+    >>> similarity_band(0.9, True)
+    Band(ask=0.8, accept=0.9)
+    """
+    if isinstance(confirm, bool):
+        accept = _similarity("threshold", DEFAULT_THRESHOLD if threshold is None else threshold)
+        return Band(round(max(accept - CONFIRM_BAND, 0.0), 6) if confirm else accept, accept)
+    if not isinstance(confirm, tuple | list) or len(confirm) != 2:
+        raise UsageError(
+            f"dedup: confirm= is True, False or a band (low, high) like (0.8, 0.9), got {confirm!r}."
+        )
+    low, high = _similarity("confirm's low end", confirm[0]), _similarity("confirm's high end", confirm[1])
+    if not low < high:
+        raise UsageError(f"dedup: confirm=({low}, {high}) must go from low to high, e.g. confirm=(0.8, 0.9).")
+    if threshold is not None and threshold != high:
+        raise UsageError(
+            f"dedup: threshold={threshold} and confirm=({low}, {high}) disagree: with a band, pairs at its high "
+            f"end or above are duplicates. Give one: threshold={threshold}, confirm=True, or confirm=({low}, {high})."
+        )
+    return Band(low, high)
+
+
+def confirm_template(prompt: str | None) -> str:
+    """The pair prompt ``confirm=`` asks with: ``prompt`` checked to name ``{left}`` and ``{right}``, or the default."""
+    if prompt is None:
+        return CONFIRM_PROMPT
+    if not isinstance(prompt, str):
+        raise UsageError(f"dedup: prompt= is a template naming {{left}} and {{right}}, got {type(prompt).__name__}.")
+    fields = set(RowTemplate(prompt).fields)
+    if fields != set(PAIR_FIELDS):
+        odd = sorted(fields - set(PAIR_FIELDS))
+        named = f" (it names {', '.join(f'{{{name}}}' for name in odd)})" if odd else ""
+        raise UsageError(
+            "dedup: prompt= is asked of two texts and must name both {left} and {right}, and nothing else"
+            f"{named}: e.g. 'Same customer request? {{left}} / {{right}}'."
+        )
+    return prompt
+
+
+def duplicate_ids(values: pd.Series, agent: ChatAgent, request: DedupRequest) -> tuple[pd.Series, DedupReport]:
+    """``DUPLICATE_OF`` of each row of ``values`` (on its index) and the report: embeds, blocks, confirms.
+
+    >>> ids, report = duplicate_ids(pd.Series(["refund please", "Refund, please!", "new card"]), agent,
+    ...                             DedupRequest(similarity_band(0.9, False)))
+    >>> ids.tolist()
+    [0, 0, 2]
+    """
+    check_unique_index(values.index)
+    distinct = DistinctTexts.of(values)
+    vectors, embedding = embed_distinct(agent, distinct.texts, request.options.get("cache"))
+    return ids_from_vectors(values.index, distinct, vectors, request, agent, embedding)
+
+
+def ids_from_vectors(
+    index: pd.Index,
+    distinct: DistinctTexts,
+    vectors: np.ndarray,
+    request: DedupRequest,
+    agent: ChatAgent | None,
+    embedding: EmbeddingRun | None = None,
+) -> tuple[pd.Series, DedupReport]:
+    """``DUPLICATE_OF`` of each row from the embeddings of its distinct texts; ``agent`` asks borderline pairs."""
+    import numpy as np
+    import pandas as pd
+
+    batches: list[BatchResult] = []
+
+    def ask(pairs: list[tuple[str, str]]) -> list[bool]:
+        if agent is None:
+            raise ValueError("borderline pairs to confirm but no agent to ask them")
+        answers, batch = ask_pairs(agent, pairs, request.prompt, request.concurrency, dict(request.options))
+        batches.append(batch)
+        return answers
+
+    roots, report = group_texts(distinct.texts, vectors, request.band, ask)
+    positions = np.arange(len(index))
+    texted = distinct.of_row >= 0
+    positions[texted] = distinct.first_rows[roots[distinct.of_row[texted]]]
+    ids = pd.Series(index.take(positions), index=index, name=DUPLICATE_OF)
+    report.rows = len(index)
+    report.groups = int(ids.nunique())
+    report.embedding = embedding
+    report.confirmation = batches[0] if batches else None
+    report.pairs = [(int(distinct.first_rows[left]), int(distinct.first_rows[right])) for left, right in report.pairs]
+    return ids, report
+
+
+def check_unique_index(index: pd.Index) -> None:
+    """Returns if ``index`` has no repeated label: ``dedup``'s ids are labels, so two rows must not share one."""
+    if not index.is_unique:
+        repeated = index[index.duplicated()][0]
+        raise UsageError(
+            f"dedup gives each row the index label of its group's first row, and the index repeats {repeated!r}: "
+            "call it on df.reset_index() (or give the frame a unique index)."
+        )
+
+
+def group_texts(
+    texts: Sequence[str], vectors: np.ndarray, band: Band, ask: PairAsker | None = None
+) -> tuple[np.ndarray, DedupReport]:
+    """Each distinct text's group (the number of its group's first text) from its ``vectors``; the report.
+
+    ``ask`` answers the borderline pairs when ``band`` confirms. ``report.pairs`` holds text numbers here.
+    """
+    unit = unit_rows(vectors)
+    if len(unit) != len(texts):
+        raise ValueError(f"{len(unit)} embeddings for {len(texts)} texts")
+    groups = Groups(len(texts))
+    report = DedupReport(rows=len(texts), distinct=len(texts), band=band)
+    borderline: list[tuple[int, int]] = []
+    for tile in pair_tiles(unit, band.ask):
+        certain = tile.similarity >= band.accept
+        report.similar += int(certain.sum())
+        for left, right in zip(tile.left[certain].tolist(), tile.right[certain].tolist(), strict=True):
+            groups.join(left, right)
+        borderline += zip(tile.left[~certain].tolist(), tile.right[~certain].tolist(), strict=True)
+        if len(borderline) > MAX_BORDERLINE:
+            raise UsageError(
+                f"dedup: more than {MAX_BORDERLINE} pairs have a similarity in the confirmation band "
+                f"[{band.ask}, {band.accept}), each a request to the model: narrow it (confirm=(low, high) with a "
+                "higher low) or raise the threshold."
+            )
+    report.borderline = len(borderline)
+    report.pairs = [(left, right) for left, right in borderline if groups.find(left) != groups.find(right)]
+    report.asked = len(report.pairs)
+    if report.pairs:
+        if ask is None:
+            raise ValueError("borderline pairs to confirm but nothing to ask them")
+        answers = ask([(texts[left], texts[right]) for left, right in report.pairs])
+        for (left, right), same in zip(report.pairs, answers, strict=True):
+            if same:
+                report.confirmed += 1
+                groups.join(left, right)
+    return groups.roots(), report
+
+
+def ask_pairs(
+    agent: ChatAgent, pairs: list[tuple[str, str]], prompt: str, concurrency: int, options: dict[str, Any]
+) -> tuple[list[bool], BatchResult]:
+    """Whether the model says each pair is a duplicate (a failed pair is not), and the batch that asked."""
+    import pandas as pd
+
+    frame = pd.DataFrame(pairs, columns=list(PAIR_FIELDS))
+    batch: BatchResult = agent.run_batch(
+        frame, concurrency, max(len(frame), 1), output=bool, prompt=prompt, **options
+    )
+    answers = [False] * len(pairs)
+    for position, result in zip(batch.indices, batch.results, strict=True):
+        answers[position] = result.output is True
+    return answers, batch
+
+
+def _similarity(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(f"dedup: {name} is a cosine similarity in (0, 1], got {value!r}.")
+    if not 0 < value <= 1:
+        raise UsageError(
+            f"dedup: {name}={value} is outside (0, 1]: a cosine similarity of 1 is the same direction, 0 unrelated "
+            "(and every pair would be a candidate). Typical thresholds are 0.85-0.95."
+        )
+    return float(value)

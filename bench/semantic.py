@@ -1,0 +1,42 @@
+"""Semantic operators: what agg, join, topk, embed and dedup ask, against the calls a naive loop would make.
+
+One module a measure, each a ``quick -> list[Row]`` function listed in ``MEASURES``:
+
+- agg over 10 000 rows at three context windows: requests, input tokens and the largest request against the
+  window (``bench/semantic_agg.py``).
+- join on a synthetic 200 x 200 set with known matches: requests against the 40 000 pairs, recall and precision,
+  at three candidate counts, and the small-right-side classification rewrite (``bench/semantic_join.py``).
+- topk: requests against n log2 k and all pairs, and agreement with a full sort under a noisy judge
+  (``bench/semantic_topk.py``).
+- embed: rows a second on the embedded model and through a server (``bench/semantic_embed.py``).
+- dedup: planted duplicates found (precision, recall) at three thresholds, and the model requests of
+  ``confirm=`` against all pairs, and the same on the embedded model's vectors (``bench/semantic_dedup.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bench.common import Row
+from bench.semantic_agg import agg_rows
+from bench.semantic_dedup import dedup_embedded_rows, dedup_rows
+from bench.semantic_embed import embed_rows
+from bench.semantic_join import join_rows
+from bench.semantic_topk import topk_rows
+
+GROUP = "semantic"
+
+MEASURES: list[Callable[[bool], list[Row]]] = [
+    agg_rows, join_rows, topk_rows, embed_rows, dedup_rows, dedup_embedded_rows,
+]
+"""The group's rows, one small function each (``quick -> rows``)."""
+
+
+def run(quick: bool) -> list[Row]:
+    rows: list[Row] = []
+    for measure in MEASURES:
+        try:
+            rows += measure(quick)
+        except Exception as exc:  # noqa: BLE001 - one broken measure must not hide the others' numbers
+            rows.append(Row(GROUP, measure.__name__, f"error: {type(exc).__name__}: {exc}"[:300], passed=False))
+    return rows
