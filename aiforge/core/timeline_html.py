@@ -1,8 +1,14 @@
 """A ``Timeline`` as HTML: plain bars in a table, inline CSS only, no script and nothing fetched.
 
-Colours are JupyterLab's theme variables (with light fallbacks outside Jupyter), so the view reads in light and
-dark themes. Bars are flex items (a spacer, then the bar), not absolutely positioned boxes, so an output that
-survives a sanitizer still lines up. Every text from a trace (tool names, errors, labels) is escaped here.
+The HTML uses only what JupyterLab's sanitizer keeps (``@jupyterlab/apputils``' ``Sanitizer``, which cleans every
+HTML output of a notebook that is not trusted: a fresh clone, Binder before Run All, GitHub's viewer), so the bars
+show there too: ``div``/``span``/``table`` tags, ``style`` and ``title`` attributes, and CSS values its patterns
+accept. Those patterns take no ``var(...)``, so colours are concrete: mid-tone hues that read on light and dark
+backgrounds, translucent greys for the track and the rule under each row, and text that inherits the theme's
+colour. Bars are flex items (a spacer, then the bar), not absolutely positioned boxes. Styles are short and set
+once where CSS inherits them (font size, ``white-space``), to keep a notebook's stored output small.
+``tests/chat/test_timeline.py`` holds the sanitizer's allowlist and checks every tag, attribute and style here
+against it. Every text from a trace (tool names, errors, labels) is escaped here.
 """
 
 from __future__ import annotations
@@ -14,22 +20,24 @@ from dataclasses import dataclass, replace
 from aiforge.core.trace_steps import Lane, Step, span_of
 
 COLOURS = {
-    "model": "var(--jp-brand-color1, #1976d2)",
-    "tool": "var(--jp-success-color1, #388e3c)",
-    "retry": "var(--jp-warn-color1, #f57c00)",
-    "wait": "var(--jp-layout-color4, #9e9e9e)",
-    "cache": "var(--jp-accent-color1, #00897b)",
-    "validation": "var(--jp-brand-color3, #90caf9)",
-    "context": "var(--jp-brand-color2, #64b5f6)",
+    "model": "#2196f3",
+    "tool": "#43a047",
+    "retry": "#fb8c00",
+    "wait": "#9e9e9e",
+    "cache": "#00897b",
+    "validation": "#90caf9",
+    "context": "#64b5f6",
 }
-ERROR_COLOUR = "var(--jp-error-color1, #d32f2f)"
-TRACK = "background: var(--jp-layout-color2, #eeeeee); display: flex; height: 14px; min-width: 160px"
-CELL = (
-    "padding: 2px 6px; font-size: 12px; text-align: left; white-space: nowrap; "
-    "border-bottom: 1px solid var(--jp-border-color2, #e0e0e0)"
-)
-NUMBER = CELL.replace("text-align: left", "text-align: right") + "; font-family: var(--jp-code-font-family, monospace)"
-BOX = "font-size: 12px; color: var(--jp-ui-font-color1, #212121); max-width: 1200px"
+ERROR_COLOUR = "#e53935"
+GREY = "#8883"
+"""A translucent grey (``#rgba``): the track of a bar and the rule under a row, on a light or a dark background."""
+TRACK = f"display:flex;height:14px;min-width:160px;background:{GREY}"
+ROW = f"border-bottom:1px solid {GREY}"
+PAD = "padding:1px 6px"
+CELL = f"{PAD};text-align:left"
+NUMBER = f"{PAD};text-align:right"
+TABLE = "border-collapse:collapse;width:100%;white-space:nowrap"
+BOX = "font-size:12px;max-width:1200px"
 PAINT_ORDER = ("context", "validation", "cache", "model", "tool", "wait", "retry")
 """Where steps of a batch row overlap (a model call and the pacer's wait inside it), the later kind is drawn."""
 DETAIL_CHARS = 160
@@ -67,7 +75,7 @@ def timeline_html(
     body = _batch_table(timeline) if timeline.kind == "batch" else _turn_table(timeline)
     return (
         f"<div class='aiforge-timeline' style='{BOX}'>"
-        f"<div style='font-weight: 600; margin-bottom: 4px'>{html.escape(_summary(timeline))}</div>"
+        f"<div style='font-weight:600;margin-bottom:4px'>{html.escape(_summary(timeline))}</div>"
         f"{body}{_legend(timeline)}</div>"
     )
 
@@ -79,7 +87,7 @@ def _turn_table(timeline: _View) -> str:
     span = timeline.span_ms or 1.0
     rows = "".join(_step_row(step, span) for lane in timeline.lanes for step in lane.steps)
     head = _head(["step", f"0 – {_ms(span)}", "time", "tokens", "cost", "detail"], numbers=3)
-    return f"<table style='border-collapse: collapse; width: 100%'>{head}{rows}</table>"
+    return f"<table style='{TABLE}'>{head}{rows}</table>"
 
 
 def _step_row(step: Step, span: float) -> str:
@@ -87,10 +95,8 @@ def _step_row(step: Step, span: float) -> str:
     cost = "" if step.cost is None else _dollars(step.cost)
     label = f"{step.kind} · {step.name}" if step.name else step.kind
     return (
-        f"<tr><td style='{CELL}'>{html.escape(label)}</td>"
-        f"<td style='{CELL}; width: 45%'><div style='{TRACK}'>{_bars([step], span)}</div></td>"
-        f"<td style='{NUMBER}'>{_ms(step.duration_ms)}</td><td style='{NUMBER}'>{tokens}</td>"
-        f"<td style='{NUMBER}'>{cost}</td><td style='{CELL}; white-space: normal'>{_detail(step)}</td></tr>"
+        f"<tr style='{ROW}'><td style='{CELL}'>{html.escape(label)}</td>{_track([step], span)}"
+        f"{_numbers(_ms(step.duration_ms), tokens, cost)}{_wrapping(_detail(step))}</tr>"
     )
 
 
@@ -105,7 +111,7 @@ def _detail(step: Step) -> str:
     text = html.escape(" · ".join(p for p in parts if p))
     if step.error:
         error = html.escape(_short(step.error))
-        text += f"{' · ' if text else ''}<span style='color: {ERROR_COLOUR}'>{error}</span>"
+        text += f"{' · ' if text else ''}<span style='color:{ERROR_COLOUR}'>{error}</span>"
     return text
 
 
@@ -116,29 +122,27 @@ def _batch_table(timeline: _View) -> str:
     span = timeline.span_ms or 1.0
     rows = "".join(_lane_row(lane, span) for lane in timeline.shown)
     head = _head(["row", f"0 – {_ms(span)}", "latency", "queued", "tokens", "cost", "note"], numbers=4)
-    return f"<table style='border-collapse: collapse; width: 100%'>{head}{rows}</table>{_cap_note(timeline)}"
+    return f"<table style='{TABLE}'>{head}{rows}</table>{_cap_note(timeline)}"
 
 
 def _lane_row(lane: Lane, span: float) -> str:
     if lane.error is not None:
-        note = f"<span style='color: {ERROR_COLOUR}'>{html.escape(_short(lane.error))}</span>"
-        bars, latency, tokens, cost = "", "", "", ""
+        note = f"<span style='color:{ERROR_COLOUR}'>{html.escape(_short(lane.error))}</span>"
+        bars, latency, tokens, cost = _track([], span), "", "", ""
     else:
         errors = [s.error for s in lane.steps if s.kind == "tool" and s.error]
         parts = [_count(lane.steps, "tool", "tool call"), _count(lane.steps, "retry", "retry")]
         parts.append("cached" if any(s.kind == "cache" for s in lane.steps) else "")
         note = html.escape(" · ".join(p for p in parts if p))
         if errors:
-            note += f" <span style='color: {ERROR_COLOUR}'>{html.escape(_short(errors[0]))}</span>"
-        bars = _bars(_painted(lane.steps), span)
+            note += f" <span style='color:{ERROR_COLOUR}'>{html.escape(_short(errors[0]))}</span>"
+        bars = _track(_painted(lane.steps), span)
         latency = "" if lane.latency_ms is None else _ms(lane.latency_ms)
         tokens, cost = f"{lane.input_tokens}+{lane.output_tokens}", _dollars(lane.cost)
     queued = _ms(lane.queue_ms) if lane.queue_ms else ""
     return (
-        f"<tr><td style='{CELL}'>{html.escape(str(lane.label))}</td>"
-        f"<td style='{CELL}; width: 45%'><div style='{TRACK}'>{bars}</div></td>"
-        f"<td style='{NUMBER}'>{latency}</td><td style='{NUMBER}'>{queued}</td><td style='{NUMBER}'>{tokens}</td>"
-        f"<td style='{NUMBER}'>{cost}</td><td style='{CELL}; white-space: normal'>{note}</td></tr>"
+        f"<tr style='{ROW}'><td style='{CELL}'>{html.escape(str(lane.label))}</td>{bars}"
+        f"{_numbers(latency, queued, tokens, cost)}{_wrapping(note)}</tr>"
     )
 
 
@@ -167,26 +171,35 @@ def _cap_note(timeline: _View) -> str:
         f"Showing the {which} {len(timeline.shown)} of {len(timeline.lanes)} rows ({hidden} not shown): "
         "timeline(max_rows=None) shows every row; .to_frame() has every step."
     )
-    return f"<div style='opacity: .7; margin-top: 4px'>{html.escape(text)}</div>"
+    return f"<div style='opacity:.7;margin-top:4px;white-space:normal'>{html.escape(text)}</div>"
 
 
 # --- shared pieces ---------------------------------------------------------------------------------------
 
 
-def _bars(steps: list[Step], span: float) -> str:
-    """Flex items along a track of ``span`` ms: a spacer up to each step, then the step's bar."""
+def _track(steps: list[Step], span: float) -> str:
+    """The bar cell: a track of ``span`` ms holding flex items, a spacer up to each step, then the step's bar."""
     out, cursor = [], 0.0
     for step in sorted(steps, key=lambda s: s.start_ms):
         start = max(step.start_ms, cursor)
         gap, width = 100.0 * (start - cursor) / span, 100.0 * max(step.end_ms - start, 0.0) / span
         colour = ERROR_COLOUR if step.kind == "tool" and step.error else COLOURS.get(step.kind, COLOURS["context"])
         title = html.escape(f"{step.kind} {step.name}: {_ms(step.duration_ms)} from {_ms(step.start_ms)}", quote=True)
-        out.append(f"<div style='flex: 0 0 {gap:.3f}%'></div>")
-        out.append(
-            f"<div title='{title}' style='flex: 0 0 {width:.3f}%; min-width: 2px; background: {colour}'></div>"
-        )
+        if gap >= 0.05:
+            out.append(f"<div style='flex:0 0 {gap:.1f}%'></div>")
+        out.append(f"<div title='{title}' style='flex:0 0 {width:.1f}%;min-width:2px;background:{colour}'></div>")
         cursor = max(cursor, step.end_ms)
-    return "".join(out)
+    return f"<td style='{PAD};width:45%'><div style='{TRACK}'>{''.join(out)}</div></td>"
+
+
+def _numbers(*texts: str) -> str:
+    """Right-aligned cells, empty ones without a style."""
+    return "".join(f"<td style='{NUMBER}'>{text}</td>" if text else "<td></td>" for text in texts)
+
+
+def _wrapping(text: str) -> str:
+    """The last cell of a row, the only one whose text wraps."""
+    return f"<td style='{CELL};white-space:normal'>{text}</td>" if text else "<td></td>"
 
 
 def _summary(timeline: _View) -> str:
@@ -214,18 +227,18 @@ def _summary(timeline: _View) -> str:
 def _legend(timeline: _View) -> str:
     kinds = [k for k in COLOURS if any(s.kind == k for s in timeline.steps)]
     swatches = "".join(
-        f"<span style='margin-right: 10px'><span style='display: inline-block; width: 10px; height: 10px; "
-        f"background: {COLOURS[k]}; margin-right: 3px'></span>{k}</span>"
+        f"<span style='margin-right:10px'><span style='display:inline-block;width:10px;height:10px;"
+        f"background:{COLOURS[k]};margin-right:3px'></span>{k}</span>"
         for k in kinds
     )
-    return f"<div style='opacity: .8; margin-top: 4px'>{swatches}</div>" if swatches else ""
+    return f"<div style='opacity:.8;margin-top:4px'>{swatches}</div>" if swatches else ""
 
 
 def _head(names: list[str], numbers: int) -> str:
     """The header row: ``names``, the ``numbers`` before the last one right-aligned over their columns."""
     styles = [CELL] * (len(names) - numbers - 1) + [NUMBER] * numbers + [CELL]
     cells = "".join(
-        f"<th style='{style}; opacity: .7; font-weight: 500'>{html.escape(n)}</th>"
+        f"<th style='{style};opacity:.7;font-weight:500'>{html.escape(n)}</th>"
         for n, style in zip(names, styles, strict=True)
     )
     return f"<tr>{cells}</tr>"
