@@ -9,6 +9,7 @@ from langchain_core.tools import StructuredTool
 from aiforge import ChatAgent
 from aiforge.core.retry import INITIAL_BACKOFF
 from aiforge.core.timeline import FRAME_DTYPES, MAX_ROWS
+from aiforge.core.timeline_html import _ms
 from aiforge.core.types import UsageError
 from aiforge.providers.scripted import ScriptedProvider
 from fakellm import Fault, LLMServer, Reply, ToolCallSpec
@@ -152,6 +153,20 @@ def test_a_batch_waiting_for_workers_shows_each_row_after_its_wait() -> None:
     for row in (1, 2, 3):
         previous = models[models["row"] == row - 1].iloc[0]
         assert starts[row] >= previous["start_ms"] + previous["duration_ms"]
+
+
+def test_a_batchs_header_gives_the_median_and_longest_wait_per_row_not_their_sum() -> None:
+    with LLMServer(latency=0.02) as server:
+        agent = ChatAgent(provider="openai", OPENAI_API_KEY=KEY, OPENAI_BASE_URL=server.openai_base_url)
+        result = agent.run_batch([f"item {i}" for i in range(5)], concurrency=1)
+    timeline = result.timeline()
+    waits = sorted(lane.queue_ms for lane in timeline.lanes)
+    header = timeline._repr_html_().split("</div>")[0]
+
+    assert waits[-1] > waits[2] > waits[0]  # the first row waits for no other, the last for 4 others
+    assert f"queued per row: median {_ms(waits[2])}, max {_ms(waits[-1])}" in header
+    assert _ms(sum(waits)) not in header and "all rows" not in header
+    assert "queued" not in scripted_batch(1, concurrency=1).timeline()._repr_html_().split("</div>")[0]
 
 
 def test_a_big_batch_shows_its_slowest_rows_up_to_the_cap_and_says_so() -> None:
