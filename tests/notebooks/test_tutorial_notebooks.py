@@ -33,8 +33,8 @@ EXPECTED = [
 ]
 KNOWN_TAGS = {"nbval-ignore-output", "nbval-check-output", "nbval-skip", "raises-exception"}
 MAX_NOTEBOOK_BYTES = 60_000
-LARGER_NOTEBOOKS = {"15_evaluate_and_trace": 75_000}
-"""Named exceptions: 15 stores a plot and two HTML timelines (inline-styled tables, ~6 kB for a three-step turn)."""
+LARGER_NOTEBOOKS = {"15_evaluate_and_trace": 67_000}
+"""Named exceptions: 15 stores a plot (17 kB of PNG) and two HTML timelines (inline-styled tables, ~3 kB each)."""
 KEY_PATTERNS = [
     re.compile(r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}"),  # OpenAI / Anthropic keys
     re.compile(r"(?:OPENAI|ANTHROPIC|GATEWAY)_API_KEY['\"]?\]?\s*=\s*['\"][^'\"]+['\"]"),  # a key assigned literally
