@@ -58,7 +58,7 @@ def _put_untrusted(server: LabServer) -> None:
         assert response.status in (200, 201)
 
 
-def test_tutorial_15s_stored_timelines_show_their_bars_untrusted(sync_playwright, lab: LabServer) -> None:
+def test_tutorial_15s_stored_timelines_show_their_bars_untrusted(sync_playwright, lab: LabServer) -> None:  # noqa: F811
     _put_untrusted(lab)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
