@@ -7,8 +7,8 @@ accept. Those patterns take no ``var(...)``, so colours are concrete: mid-tone h
 backgrounds, translucent greys for the track and the rule under each row, and text that inherits the theme's
 colour. Bars are flex items (a spacer, then the bar), not absolutely positioned boxes. Styles are short and set
 once where CSS inherits them (font size, ``white-space``), to keep a notebook's stored output small.
-``tests/chat/test_timeline.py`` holds the sanitizer's allowlist and checks every tag, attribute and style here
-against it. Every text from a trace (tool names, errors, labels) is escaped here.
+``tests/chat/jupyterlab_sanitizer.py`` holds the sanitizer's allowlist, against which ``tests/chat/test_timeline.py``
+checks every tag, attribute and style here. Every text from a trace (tool names, errors, labels) is escaped here.
 """
 
 from __future__ import annotations
