@@ -33,6 +33,7 @@ import pandas as pd
 from aiforge.batch.cascade_spec import Cascade
 from aiforge.batch.options import BATCH_ARGUMENTS
 from aiforge.batch.results import BatchResult
+from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import VALUE_FIELD, no_such_column
@@ -453,17 +454,9 @@ def _embed(
 ) -> pd.Series:
     from aiforge.semantic.embed_column import embedding_series
 
-    if agent is None:
-        from aiforge.chat.agent import ChatAgent
-
-        agent = ChatAgent(memory="none", **settings)
-    elif settings:
-        raise UsageError(
-            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
-            "set them on the agent you pass instead."
-        )
     return embedding_series(
-        values, agent, model=model, cache=cache, concurrency=concurrency, batch_size=batch_size
+        values, operation_agent(agent, settings), model=model, cache=cache, concurrency=concurrency,
+        batch_size=batch_size,
     )
 
 
@@ -553,23 +546,22 @@ def _batch(
     # run_batch's own options (BATCH_OPTIONS: checkpoint=, restart=, max_cost=, cache=, ...) pass through; the
     # rest are settings.
     options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
-    if agent is None:
-        from aiforge.chat.agent import ChatAgent
-
-        cascade = options.get("cascade")
-        then = cascade.then if isinstance(cascade, Cascade) else None
-        # A cascade's strong agent runs the batch: none is built only to be passed over.
-        agent = then if isinstance(then, ChatAgent) and not settings else ChatAgent(memory="none", **settings)
-    elif settings:
-        raise UsageError(
-            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
-            "set them on the agent you pass instead."
-        )
+    if agent is None and not settings:
+        agent = _cascade_agent(options.get("cascade"))
+    agent = operation_agent(agent, settings)
     # A DataFrame operation covers the whole frame: run_batch's max_batch guards lists built by hand.
     result: BatchResult = agent.run_batch(
         items, concurrency, max(len(items), 1), output=output, prompt=prompt, **options
     )
     return result
+
+
+def _cascade_agent(cascade: Any) -> ChatAgent | None:
+    """A cascade's strong agent, which runs the batch when none is given: none is built only to be passed over."""
+    from aiforge.chat.agent import ChatAgent
+
+    then = cascade.then if isinstance(cascade, Cascade) else None
+    return then if isinstance(then, ChatAgent) else None
 
 
 def _columns(batch: BatchResult) -> pd.DataFrame:
@@ -593,16 +585,7 @@ def _attach(data: _Data, batch: BatchResult) -> _Data:
 def _semantic_agent(agent: ChatAgent | None, settings: dict[str, Any]) -> tuple[ChatAgent, dict[str, Any]]:
     """The agent a semantic operation embeds and asks with, and ``run_batch``'s options taken out of ``settings``."""
     options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
-    if agent is None:
-        from aiforge.chat.agent import ChatAgent
-
-        return ChatAgent(memory="none", **settings), options
-    if settings:
-        raise UsageError(
-            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
-            "set them on the agent you pass instead."
-        )
-    return agent, options
+    return operation_agent(agent, settings), options
 
 
 def _checked_labels(labels: Sequence[str]) -> tuple[str, ...]:

@@ -39,6 +39,7 @@ import pandas as pd
 from dask.dataframe.extensions import register_dataframe_accessor
 
 from aiforge.batch.savings import Savings
+from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.progress import progress_bar, progress_enabled
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
@@ -401,7 +402,6 @@ class AggPartitionSpec:
 def _agg_job(data: dd.DataFrame, prompt: str, by: Any, output: Any, concurrency: int, settings: dict[str, Any]) -> Any:
     from aiforge.dataframes.agg_frames import (
         AggText,
-        agent_for,
         by_groupby,
         checked_keys,
         grouped_texts,
@@ -420,7 +420,7 @@ def _agg_job(data: dd.DataFrame, prompt: str, by: Any, output: Any, concurrency:
         data.npartitions, int(partials["requests"].sum()), int(partials["tokens"].sum()),
         float(partials["cost"].sum()), int(partials["largest_request"].max()) if len(partials) else 0,
     )
-    agent, options = agent_for(None, dict(spec.settings)), spec.options
+    agent, options = operation_agent(None, dict(spec.settings)), spec.options
     texts = [None if pd.isna(text) else text for text in partials[PARTIAL_COLUMN].tolist()]
     if keys:
         groups = grouped_texts(by_groupby(partials, list(keys)), texts)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aiforge.batch.options import BATCH_ARGUMENTS
 from aiforge.batch.results import BatchResult, BudgetExceededError, MissingValueError
+from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.types import UsageError
 from aiforge.semantic.join_candidates import DEFAULT_K, checked_k, nearest
@@ -182,7 +183,7 @@ def semantic_join(
     template = PairTemplate.parse(prompt, left.columns, right.columns)
     lefts, rights = _Rows.of(left, template.fields("left")), _Rows.of(right, template.fields("right"))
     options = {name: settings.pop(name) for name in _BATCH_OPTIONS if name in settings}
-    agent = _agent(agent, settings)
+    agent = operation_agent(agent, settings)
     small = len(rights.values) <= CLASSIFY_MAX_RIGHT
     chosen = strategy if strategy != "auto" else "classify" if small else "candidates"
     report = JoinReport(chosen, k if chosen == "candidates" else None, len(lefts.values) * len(rights.values))
@@ -197,19 +198,6 @@ def semantic_join(
     _warn_if_failed(report)
     joined.attrs[ATTRS_KEY] = report
     return joined
-
-
-def _agent(agent: ChatAgent | None, settings: dict[str, Any]) -> ChatAgent:
-    if agent is None:
-        from aiforge.chat.agent import ChatAgent
-
-        return ChatAgent(memory="none", **settings)
-    if settings:
-        raise UsageError(
-            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
-            "set them on the agent you pass instead."
-        )
-    return agent
 
 
 def _classified(
