@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import pandas as pd
 
 from aiforge.batch.cascade_spec import Cascade
-from aiforge.batch.options import BATCH_ARGUMENTS
+from aiforge.batch.options import batch_options
 from aiforge.batch.results import BatchResult
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
@@ -531,8 +531,6 @@ def extraction_prompt(output: Any) -> str:
     return f"{what}\n\nText:\n{{{VALUE_FIELD}}}"
 
 
-BATCH_OPTIONS = tuple(name for name in BATCH_ARGUMENTS if name not in ("output", "prompt", "estimate"))
-"""Keywords of every operation that go to ``run_batch`` rather than to the agent's settings."""
 
 
 def _batch(
@@ -543,9 +541,9 @@ def _batch(
     concurrency: int,
     settings: dict[str, Any],
 ) -> BatchResult:
-    # run_batch's own options (BATCH_OPTIONS: checkpoint=, restart=, max_cost=, cache=, ...) pass through; the
+    # run_batch's own options (OPERATION_OPTIONS: checkpoint=, restart=, max_cost=, cache=, ...) pass through; the
     # rest are settings.
-    options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
+    options = batch_options(settings)
     if agent is None and not settings:
         agent = _cascade_agent(options.get("cascade"))
     agent = operation_agent(agent, settings)
@@ -584,7 +582,7 @@ def _attach(data: _Data, batch: BatchResult) -> _Data:
 
 def _semantic_agent(agent: ChatAgent | None, settings: dict[str, Any]) -> tuple[ChatAgent, dict[str, Any]]:
     """The agent a semantic operation embeds and asks with, and ``run_batch``'s options taken out of ``settings``."""
-    options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
+    options = batch_options(settings)
     return operation_agent(agent, settings), options
 
 

@@ -76,7 +76,7 @@ def row_texts(data: pd.DataFrame | pd.Series, instruction: AggInstruction) -> li
 
 def split_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """Pop ``agg``'s batch options out of ``settings`` (the rest configure the agent); other batch options fail."""
-    from aiforge.batch.options import BATCH_ARGUMENTS
+    from aiforge.batch.options import BATCH_ARGUMENTS, batch_options
 
     refused = [name for name in BATCH_ARGUMENTS if name in settings and name not in AGG_OPTIONS]
     if refused:
@@ -84,7 +84,7 @@ def split_settings(settings: dict[str, Any]) -> dict[str, Any]:
             f"agg does not take {refused[0]}= (it runs its own chunk requests); it takes "
             f"{', '.join(f'{name}=' for name in AGG_OPTIONS)} and settings."
         )
-    return {name: settings.pop(name) for name in AGG_OPTIONS if name in settings}
+    return batch_options(settings, AGG_OPTIONS)
 
 
 def agg_data(

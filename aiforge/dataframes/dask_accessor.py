@@ -143,14 +143,14 @@ class DaskOperations:
         client (``semantic/partitioned.py``): a row's group depends on all rows. ``.attrs["aiforge"]`` holds the
         ``DedupReport``. Back on the frame: ``ddf.merge(ids.to_frame(), left_index=True, right_index=True)``.
         """
-        from aiforge.dataframes.accessor import BATCH_OPTIONS
+        from aiforge.batch.options import batch_options
         from aiforge.semantic.near_duplicates import DedupRequest, confirm_template, similarity_band
         from aiforge.semantic.partitioned import dask_duplicate_ids
 
         if column not in self._data.columns:
             raise UsageError(no_such_column("dedup", column, self._data.columns))
         band = similarity_band(threshold, confirm)
-        options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
+        options = batch_options(settings)
         request = DedupRequest(band, confirm_template(prompt), concurrency, options)
         ids, report = dask_duplicate_ids(self._data[column], settings, request)
         ids.attrs[ATTRS_KEY] = report

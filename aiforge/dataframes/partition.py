@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
+from aiforge.batch.options import batch_options
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
 from aiforge.dataframes.accessor import (
     ATTRS_KEY,
-    BATCH_OPTIONS,
     LABEL_COLUMN,
     RESPONSE_COLUMN,
     _checked_labels,
@@ -88,7 +88,7 @@ class PartitionSpec:
                 f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
                 "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
             )
-        options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
+        options = batch_options(settings)
         if options.get("cascade") is not None or options.get("plan", "as_is") != "as_is":
             # A Cascade holds agents (with their keys) and calibrates once over the whole batch; a plan is chosen
             # for the whole batch too: neither can be split into partitions.

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Literal
 
-from aiforge.batch.options import BATCH_ARGUMENTS
+from aiforge.batch.options import batch_options
 from aiforge.batch.results import BatchResult, BudgetExceededError, MissingValueError
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.costs import _caller_stacklevel
@@ -48,7 +48,6 @@ one prompt comfortably (30 short rows are a few hundred tokens) and each left ro
 above it every request carries the whole list (input tokens grow as n x m again, only in fewer requests), and a
 model picking from a long numbered list misses more than one judging a single pair."""
 ATTRS_KEY = "aiforge"
-_BATCH_OPTIONS = tuple(name for name in BATCH_ARGUMENTS if name not in ("output", "prompt", "estimate"))
 _NO_MATCH = "none"
 
 
@@ -182,7 +181,7 @@ def semantic_join(
         )
     template = PairTemplate.parse(prompt, left.columns, right.columns)
     lefts, rights = _Rows.of(left, template.fields("left")), _Rows.of(right, template.fields("right"))
-    options = {name: settings.pop(name) for name in _BATCH_OPTIONS if name in settings}
+    options = batch_options(settings)
     agent = operation_agent(agent, settings)
     small = len(rights.values) <= CLASSIFY_MAX_RIGHT
     chosen = strategy if strategy != "auto" else "classify" if small else "candidates"

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiforge.batch.options import BATCH_ARGUMENTS
+from aiforge.batch.options import BATCH_ARGUMENTS, batch_options
 from aiforge.batch.results import BatchResult, BudgetExceededError
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.templates import VALUE_FIELD, batch_prompts
@@ -206,7 +206,7 @@ def _options(settings: dict[str, Any]) -> dict[str, Any]:
             f"topk: {other[0]}= does not apply (topk sets its own output and prompts); "
             f"of run_batch's options it takes {', '.join(f'{name}=' for name in TOPK_OPTIONS)}"
         )
-    return {name: settings.pop(name) for name in TOPK_OPTIONS if name in settings}
+    return batch_options(settings, TOPK_OPTIONS)
 
 
 def _agent(agent: ChatAgent | None, settings: dict[str, Any]) -> ChatAgent:
