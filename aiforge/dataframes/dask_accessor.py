@@ -44,7 +44,14 @@ from aiforge.core.progress import progress_bar, progress_enabled
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
 from aiforge.dataframes.accessor import ATTRS_KEY, LABEL_COLUMN
-from aiforge.dataframes.partition import KEEP_COLUMN, PartitionSpec, partition_columns, partition_key, with_concurrency
+from aiforge.dataframes.partition import (
+    KEEP_COLUMN,
+    PartitionSpec,
+    check_no_keys,
+    partition_columns,
+    partition_key,
+    with_concurrency,
+)
 
 JOB_ATTRIBUTE = "_aiforge_job"
 """Where a result of ``ddf.aiforge`` keeps its ``DaskJob`` (read by ``job_summary``)."""
@@ -169,12 +176,7 @@ class DaskOperations:
             raise UsageError(no_such_column("embed", column, self._data.columns))
         from aiforge.semantic.embed_column import embedding_name
 
-        secret = [name for name in settings if "api_key" in name.lower()]
-        if secret:
-            raise UsageError(
-                f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
-                "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
-            )
+        check_no_keys(settings)
         options = {name: settings.pop(name) for name in ("model", "cache", "batch_size") if name in settings}
         job = _embedding_job(concurrency)
         meta = pd.Series([], dtype=object, name=embedding_name(column), index=self._data._meta.index)
@@ -448,12 +450,7 @@ def _agg_spec(
     """The partitions' spec (settings checked for keys) and the job holding their concurrency semaphore."""
     from aiforge.dataframes.agg_frames import split_settings
 
-    secret = [name for name in settings if "api_key" in name.lower()]
-    if secret:
-        raise UsageError(
-            f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
-            "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
-        )
+    check_no_keys(settings)
     agent_settings = dict(settings)
     options = split_settings(agent_settings)
     spec = AggPartitionSpec(prompt, keys, agent_settings, options)

@@ -81,13 +81,7 @@ class PartitionSpec:
         **settings: Any,
     ) -> PartitionSpec:
         """The spec of one accessor call: ``settings`` split into ``run_batch`` options and agent settings."""
-        # OPENAI_API_KEY, api_key, GATEWAY_API_KEY...: a spec travels in the task graph, a key must not.
-        secret = [name for name in settings if "api_key" in name.lower()]
-        if secret:
-            raise UsageError(
-                f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
-                "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
-            )
+        check_no_keys(settings)
         options = batch_options(settings)
         if options.get("cascade") is not None or options.get("plan", "as_is") != "as_is":
             # A Cascade holds agents (with their keys) and calibrates once over the whole batch; a plan is chosen
@@ -151,6 +145,21 @@ def run_partition(part: pd.DataFrame, spec: PartitionSpec) -> BatchResult:
         items, spec.concurrency, max(len(items), 1), output=spec.output, prompt=spec.prompt, **options
     )
     return result
+
+
+def check_no_keys(settings: Mapping[str, Any]) -> None:
+    """A UsageError naming the keys among ``settings``: what a Dask call is given travels in the task graph.
+
+    OPENAI_API_KEY, api_key, GATEWAY_API_KEY... reach the workers through their environment instead.
+
+    >>> check_no_keys({"provider": "openai", "OPENAI_API_KEY": "sk-..."})  # UsageError: OPENAI_API_KEY: a key ...
+    """
+    secret = [name for name in settings if "api_key" in name.lower()]
+    if secret:
+        raise UsageError(
+            f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
+            "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
+        )
 
 
 def process_agent(settings: Mapping[str, Any]) -> ChatAgent:

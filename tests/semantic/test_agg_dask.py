@@ -17,6 +17,7 @@ from distributed import Client  # noqa: E402
 
 import aiforge  # noqa: E402,F401 - registers the accessors
 from aiforge.core.tokens import CHARS_PER_TOKEN  # noqa: E402
+from aiforge.core.types import UsageError  # noqa: E402
 from fakellm import LLMServer, RecordedRequest, Reply, estimate_input_tokens  # noqa: E402
 from tests.support.dask_cluster import local_client, openai_env  # noqa: E402
 
@@ -95,3 +96,12 @@ def test_by_gives_a_series_by_group_folded_across_partitions(client: Client, ser
 
     assert result.index.tolist() == ["a", "b"] and result.map(count_of).tolist() == [100, 100]
     assert_every_request_under_the_window(server)
+
+
+def test_a_key_in_the_settings_is_refused_before_any_partition_runs(server: LLMServer) -> None:
+    ddf = dd.from_pandas(frame(20), npartitions=2)
+    server.reset()
+    with pytest.raises(UsageError, match="OPENAI_API_KEY: a key passed here would travel") as caught:
+        ddf.aiforge.agg("How many {review}s are there?", OPENAI_API_KEY=KEY, **SETTINGS)
+    assert KEY not in str(caught.value)
+    assert server.request_count == 0
