@@ -35,6 +35,7 @@ from aiforge.batch.options import batch_options
 from aiforge.batch.results import BatchResult
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
+from aiforge.core.labels import checked_labels
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import VALUE_FIELD, no_such_column
 from aiforge.core.types import UsageError
@@ -80,7 +81,7 @@ class _Operations:
         **settings: Any,
     ) -> pd.Series:
         """A categorical Series ``label`` of ``labels``: the answer constrained to them, or scored (``LABELS_BY``)."""
-        labels = _checked_labels(labels)
+        labels = checked_labels(labels, "classify")
         batch = self._run(prompt, Literal[labels], agent, concurrency, settings)
         return _attach(_columns(batch)[OUTPUT_COLUMN].rename(LABEL_COLUMN), batch)
 
@@ -586,24 +587,3 @@ def _semantic_agent(agent: ChatAgent | None, settings: dict[str, Any]) -> tuple[
     return operation_agent(agent, settings), options
 
 
-def _checked_labels(labels: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(labels, pd.DataFrame | Mapping):
-        # Iterating either gives its column names or keys: a classification over those, silently.
-        raise UsageError(
-            f"classify: labels= takes a list of label strings, got a {type(labels).__name__} (its "
-            f"{'column names' if isinstance(labels, pd.DataFrame) else 'keys'} would be the labels): "
-            "e.g. labels=['positive', 'negative'], or labels=df['label'].unique().tolist()."
-        )
-    if isinstance(labels, str):
-        raise UsageError(f"classify: labels= takes a list of label strings, got the one string {labels!r}.")
-    try:
-        values = list(labels)
-    except TypeError:
-        raise UsageError(f"classify: labels= takes a list of label strings, got {type(labels).__name__}.") from None
-    odd = [label for label in values if not isinstance(label, str)]
-    if odd:
-        raise UsageError(f"classify: labels must be strings, got {odd[0]!r} ({type(odd[0]).__name__}) among them.")
-    unique = tuple(dict.fromkeys(values))
-    if len(unique) < 2:
-        raise UsageError(f"classify: give at least two distinct labels, got {values!r}.")
-    return unique

@@ -29,6 +29,7 @@ import pandas as pd
 
 from aiforge.batch.options import batch_options
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
+from aiforge.core.labels import checked_labels
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
@@ -36,7 +37,6 @@ from aiforge.dataframes.accessor import (
     ATTRS_KEY,
     LABEL_COLUMN,
     RESPONSE_COLUMN,
-    _checked_labels,
     _columns,
     extraction_prompt,
 )
@@ -91,7 +91,7 @@ class PartitionSpec:
                 "pandas DataFrame (ddf.compute() first, or one partition at a time)"
             )
         if operation == "classify":
-            labels = _checked_labels(labels)
+            labels = checked_labels(labels, "classify")
             output = Literal[labels]
         elif operation == "filter":
             output = bool
