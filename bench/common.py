@@ -247,6 +247,20 @@ class Row:
         return "PASS" if self.passed else "FAIL"
 
 
+def run_measures(group: str, measures: Sequence[Callable[[bool], list[Row]]], quick: bool) -> list[Row]:
+    """Every measure's rows in order; a measure that raises gives one failed row saying why instead.
+
+    >>> run_measures("semantic", [agg_rows, join_rows], quick=True)  # bench/semantic.py's measures
+    """
+    rows: list[Row] = []
+    for measure in measures:
+        try:
+            rows += measure(quick)
+        except Exception as exc:  # noqa: BLE001 - one broken measure must not hide the others' numbers
+            rows.append(Row(group, measure.__name__, f"error: {type(exc).__name__}: {exc}"[:300], passed=False))
+    return rows
+
+
 def failing(exc: BaseException) -> Callable[[], Any]:
     """A contender standing in for one that could not be built: it raises the build error."""
     message = f"{type(exc).__name__}: {exc}"

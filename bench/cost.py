@@ -21,7 +21,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from bench.common import OPENAI_MODEL, Row
+from bench.common import OPENAI_MODEL, Row, run_measures
 from bench.cost_cascade import cascade_rows
 from bench.cost_label_scoring import classify_default_and_calibrated, label_scoring_vs_generation
 from bench.cost_packing import packing_accuracy_embedded, packing_input_tokens
@@ -138,10 +138,4 @@ MEASURES: list[Callable[[bool], list[Row]]] = [
 
 
 def run(quick: bool) -> list[Row]:
-    rows: list[Row] = []
-    for measure in MEASURES:
-        try:
-            rows += measure(quick)
-        except Exception as exc:  # noqa: BLE001 - one broken measure must not hide the others' numbers
-            rows.append(Row(GROUP, measure.__name__, f"error: {type(exc).__name__}: {exc}"[:300], passed=False))
-    return rows
+    return run_measures(GROUP, MEASURES, quick)

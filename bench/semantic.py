@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bench.common import Row
+from bench.common import Row, run_measures
 from bench.semantic_agg import agg_rows
 from bench.semantic_dedup import dedup_embedded_rows, dedup_rows
 from bench.semantic_embed import embed_rows
@@ -33,10 +33,4 @@ MEASURES: list[Callable[[bool], list[Row]]] = [
 
 
 def run(quick: bool) -> list[Row]:
-    rows: list[Row] = []
-    for measure in MEASURES:
-        try:
-            rows += measure(quick)
-        except Exception as exc:  # noqa: BLE001 - one broken measure must not hide the others' numbers
-            rows.append(Row(GROUP, measure.__name__, f"error: {type(exc).__name__}: {exc}"[:300], passed=False))
-    return rows
+    return run_measures(GROUP, MEASURES, quick)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import difflib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -53,6 +54,19 @@ class BatchArguments(TypedDict, total=False):
 
 BATCH_ARGUMENTS = tuple(BatchArguments.__annotations__)
 """The names ``run_batch`` takes as ``**options``, in the order they are documented."""
+
+OPERATION_OPTIONS = tuple(name for name in BATCH_ARGUMENTS if name not in ("output", "prompt", "estimate"))
+"""Keywords of a DataFrame or semantic operation that go to ``run_batch`` rather than to the agent's settings."""
+
+
+def batch_options(settings: dict[str, Any], names: Sequence[str] = OPERATION_OPTIONS) -> dict[str, Any]:
+    """The ``run_batch`` options among ``settings`` (those of ``names``), taken out of it: the rest are settings.
+
+    >>> settings = {"model": "gpt-4o-mini", "max_cost": 1.0}
+    >>> batch_options(settings), settings
+    ({'max_cost': 1.0}, {'model': 'gpt-4o-mini'})
+    """
+    return {name: settings.pop(name) for name in names if name in settings}
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,12 @@ def _too_long(error: BaseException, hint: float, max_wait: float) -> RateLimitEr
     )
 
 
+def _record_retry(error: ProviderError, delay: float, retries_done: int) -> None:
+    """Note a retry after ``delay`` seconds in the turn's trace (``core.waits``) and on the model call's span."""
+    retried(retries_done + 1, error, delay)  # the backoff stays in the trace step's latency
+    note_retry(error, delay, retries_done)
+
+
 async def call_with_retries(
     attempt: Callable[[], Awaitable[T]],
     *,
@@ -166,9 +172,7 @@ async def call_with_retries(
             delay = policy.delay_before_retry(error, retries_done, rng=rng)
             if delay is None:
                 raise
-            retried(retries_done + 1, error, delay)  # the turn's trace; the backoff stays in its latency
-
-            note_retry(error, delay, retries_done)
+            _record_retry(error, delay, retries_done)
         await sleep(delay)
         retries_done += 1
 
@@ -197,9 +201,7 @@ async def iterate_with_retries(
             delay = None if yielded else policy.delay_before_retry(error, retries_done, rng=rng)
             if delay is None:
                 raise
-            retried(retries_done + 1, error, delay)
-
-            note_retry(error, delay, retries_done)
+            _record_retry(error, delay, retries_done)
         finally:
             aclose = getattr(iterator, "aclose", None)
             if aclose is not None:

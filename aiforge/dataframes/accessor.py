@@ -31,9 +31,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import pandas as pd
 
 from aiforge.batch.cascade_spec import Cascade
-from aiforge.batch.options import BATCH_ARGUMENTS
+from aiforge.batch.options import batch_options
 from aiforge.batch.results import BatchResult
+from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
+from aiforge.core.labels import checked_labels
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import VALUE_FIELD, no_such_column
 from aiforge.core.types import UsageError
@@ -79,7 +81,7 @@ class _Operations:
         **settings: Any,
     ) -> pd.Series:
         """A categorical Series ``label`` of ``labels``: the answer constrained to them, or scored (``LABELS_BY``)."""
-        labels = _checked_labels(labels)
+        labels = checked_labels(labels, "classify")
         batch = self._run(prompt, Literal[labels], agent, concurrency, settings)
         return _attach(_columns(batch)[OUTPUT_COLUMN].rename(LABEL_COLUMN), batch)
 
@@ -453,17 +455,9 @@ def _embed(
 ) -> pd.Series:
     from aiforge.semantic.embed_column import embedding_series
 
-    if agent is None:
-        from aiforge.chat.agent import ChatAgent
-
-        agent = ChatAgent(memory="none", **settings)
-    elif settings:
-        raise UsageError(
-            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
-            "set them on the agent you pass instead."
-        )
     return embedding_series(
-        values, agent, model=model, cache=cache, concurrency=concurrency, batch_size=batch_size
+        values, operation_agent(agent, settings), model=model, cache=cache, concurrency=concurrency,
+        batch_size=batch_size,
     )
 
 
@@ -538,8 +532,6 @@ def extraction_prompt(output: Any) -> str:
     return f"{what}\n\nText:\n{{{VALUE_FIELD}}}"
 
 
-BATCH_OPTIONS = tuple(name for name in BATCH_ARGUMENTS if name not in ("output", "prompt", "estimate"))
-"""Keywords of every operation that go to ``run_batch`` rather than to the agent's settings."""
 
 
 def _batch(
@@ -550,26 +542,25 @@ def _batch(
     concurrency: int,
     settings: dict[str, Any],
 ) -> BatchResult:
-    # run_batch's own options (BATCH_OPTIONS: checkpoint=, restart=, max_cost=, cache=, ...) pass through; the
+    # run_batch's own options (OPERATION_OPTIONS: checkpoint=, restart=, max_cost=, cache=, ...) pass through; the
     # rest are settings.
-    options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
-    if agent is None:
-        from aiforge.chat.agent import ChatAgent
-
-        cascade = options.get("cascade")
-        then = cascade.then if isinstance(cascade, Cascade) else None
-        # A cascade's strong agent runs the batch: none is built only to be passed over.
-        agent = then if isinstance(then, ChatAgent) and not settings else ChatAgent(memory="none", **settings)
-    elif settings:
-        raise UsageError(
-            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
-            "set them on the agent you pass instead."
-        )
+    options = batch_options(settings)
+    if agent is None and not settings:
+        agent = _cascade_agent(options.get("cascade"))
+    agent = operation_agent(agent, settings)
     # A DataFrame operation covers the whole frame: run_batch's max_batch guards lists built by hand.
     result: BatchResult = agent.run_batch(
         items, concurrency, max(len(items), 1), output=output, prompt=prompt, **options
     )
     return result
+
+
+def _cascade_agent(cascade: Any) -> ChatAgent | None:
+    """A cascade's strong agent, which runs the batch when none is given: none is built only to be passed over."""
+    from aiforge.chat.agent import ChatAgent
+
+    then = cascade.then if isinstance(cascade, Cascade) else None
+    return then if isinstance(then, ChatAgent) else None
 
 
 def _columns(batch: BatchResult) -> pd.DataFrame:
@@ -592,37 +583,7 @@ def _attach(data: _Data, batch: BatchResult) -> _Data:
 
 def _semantic_agent(agent: ChatAgent | None, settings: dict[str, Any]) -> tuple[ChatAgent, dict[str, Any]]:
     """The agent a semantic operation embeds and asks with, and ``run_batch``'s options taken out of ``settings``."""
-    options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
-    if agent is None:
-        from aiforge.chat.agent import ChatAgent
-
-        return ChatAgent(memory="none", **settings), options
-    if settings:
-        raise UsageError(
-            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
-            "set them on the agent you pass instead."
-        )
-    return agent, options
+    options = batch_options(settings)
+    return operation_agent(agent, settings), options
 
 
-def _checked_labels(labels: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(labels, pd.DataFrame | Mapping):
-        # Iterating either gives its column names or keys: a classification over those, silently.
-        raise UsageError(
-            f"classify: labels= takes a list of label strings, got a {type(labels).__name__} (its "
-            f"{'column names' if isinstance(labels, pd.DataFrame) else 'keys'} would be the labels): "
-            "e.g. labels=['positive', 'negative'], or labels=df['label'].unique().tolist()."
-        )
-    if isinstance(labels, str):
-        raise UsageError(f"classify: labels= takes a list of label strings, got the one string {labels!r}.")
-    try:
-        values = list(labels)
-    except TypeError:
-        raise UsageError(f"classify: labels= takes a list of label strings, got {type(labels).__name__}.") from None
-    odd = [label for label in values if not isinstance(label, str)]
-    if odd:
-        raise UsageError(f"classify: labels must be strings, got {odd[0]!r} ({type(odd[0]).__name__}) among them.")
-    unique = tuple(dict.fromkeys(values))
-    if len(unique) < 2:
-        raise UsageError(f"classify: give at least two distinct labels, got {values!r}.")
-    return unique

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
+from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.templates import VALUE_FIELD, RowTemplate
 from aiforge.core.types import UsageError
 from aiforge.semantic.agg_chunks import AggInstruction, row_text
@@ -75,7 +76,7 @@ def row_texts(data: pd.DataFrame | pd.Series, instruction: AggInstruction) -> li
 
 def split_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """Pop ``agg``'s batch options out of ``settings`` (the rest configure the agent); other batch options fail."""
-    from aiforge.batch.options import BATCH_ARGUMENTS
+    from aiforge.batch.options import BATCH_ARGUMENTS, batch_options
 
     refused = [name for name in BATCH_ARGUMENTS if name in settings and name not in AGG_OPTIONS]
     if refused:
@@ -83,21 +84,7 @@ def split_settings(settings: dict[str, Any]) -> dict[str, Any]:
             f"agg does not take {refused[0]}= (it runs its own chunk requests); it takes "
             f"{', '.join(f'{name}=' for name in AGG_OPTIONS)} and settings."
         )
-    return {name: settings.pop(name) for name in AGG_OPTIONS if name in settings}
-
-
-def agent_for(agent: ChatAgent | None, settings: dict[str, Any]) -> ChatAgent:
-    """``agent``, or one built from ``settings`` (``memory="none"``): each chunk is its own conversation."""
-    if agent is None:
-        from aiforge.chat.agent import ChatAgent
-
-        return ChatAgent(memory="none", **settings)
-    if settings:
-        raise UsageError(
-            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
-            "set them on the agent you pass instead."
-        )
-    return agent
+    return batch_options(settings, AGG_OPTIONS)
 
 
 def agg_data(
@@ -110,7 +97,8 @@ def agg_data(
     texts = [text for text in row_texts(data, instruction) if text is not None]
     check_groups([texts])
     answers, report = reduce_groups(
-        agent_for(agent, settings), instruction.text, [texts], output=output, concurrency=concurrency, options=options
+        operation_agent(agent, settings), instruction.text, [texts], output=output, concurrency=concurrency,
+        options=options,
     )
     return answers[0], report
 
@@ -126,7 +114,7 @@ def agg_groups(
     groups = grouped_texts(grouped, row_texts(data, instruction))
     check_groups(groups.texts)
     answers, report = reduce_groups(
-        agent_for(agent, settings), instruction.text, groups.texts, output=output, concurrency=concurrency,
+        operation_agent(agent, settings), instruction.text, groups.texts, output=output, concurrency=concurrency,
         options=options,
     )
     result = groups.series(answers, typed=output is not None)

@@ -39,11 +39,19 @@ import pandas as pd
 from dask.dataframe.extensions import register_dataframe_accessor
 
 from aiforge.batch.savings import Savings
+from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.progress import progress_bar, progress_enabled
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
 from aiforge.dataframes.accessor import ATTRS_KEY, LABEL_COLUMN
-from aiforge.dataframes.partition import KEEP_COLUMN, PartitionSpec, partition_columns, partition_key, with_concurrency
+from aiforge.dataframes.partition import (
+    KEEP_COLUMN,
+    PartitionSpec,
+    check_no_keys,
+    partition_columns,
+    partition_key,
+    with_concurrency,
+)
 
 JOB_ATTRIBUTE = "_aiforge_job"
 """Where a result of ``ddf.aiforge`` keeps its ``DaskJob`` (read by ``job_summary``)."""
@@ -142,14 +150,14 @@ class DaskOperations:
         client (``semantic/partitioned.py``): a row's group depends on all rows. ``.attrs["aiforge"]`` holds the
         ``DedupReport``. Back on the frame: ``ddf.merge(ids.to_frame(), left_index=True, right_index=True)``.
         """
-        from aiforge.dataframes.accessor import BATCH_OPTIONS
+        from aiforge.batch.options import batch_options
         from aiforge.semantic.near_duplicates import DedupRequest, confirm_template, similarity_band
         from aiforge.semantic.partitioned import dask_duplicate_ids
 
         if column not in self._data.columns:
             raise UsageError(no_such_column("dedup", column, self._data.columns))
         band = similarity_band(threshold, confirm)
-        options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
+        options = batch_options(settings)
         request = DedupRequest(band, confirm_template(prompt), concurrency, options)
         ids, report = dask_duplicate_ids(self._data[column], settings, request)
         ids.attrs[ATTRS_KEY] = report
@@ -168,12 +176,7 @@ class DaskOperations:
             raise UsageError(no_such_column("embed", column, self._data.columns))
         from aiforge.semantic.embed_column import embedding_name
 
-        secret = [name for name in settings if "api_key" in name.lower()]
-        if secret:
-            raise UsageError(
-                f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
-                "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
-            )
+        check_no_keys(settings)
         options = {name: settings.pop(name) for name in ("model", "cache", "batch_size") if name in settings}
         job = _embedding_job(concurrency)
         meta = pd.Series([], dtype=object, name=embedding_name(column), index=self._data._meta.index)
@@ -401,7 +404,6 @@ class AggPartitionSpec:
 def _agg_job(data: dd.DataFrame, prompt: str, by: Any, output: Any, concurrency: int, settings: dict[str, Any]) -> Any:
     from aiforge.dataframes.agg_frames import (
         AggText,
-        agent_for,
         by_groupby,
         checked_keys,
         grouped_texts,
@@ -420,7 +422,7 @@ def _agg_job(data: dd.DataFrame, prompt: str, by: Any, output: Any, concurrency:
         data.npartitions, int(partials["requests"].sum()), int(partials["tokens"].sum()),
         float(partials["cost"].sum()), int(partials["largest_request"].max()) if len(partials) else 0,
     )
-    agent, options = agent_for(None, dict(spec.settings)), spec.options
+    agent, options = operation_agent(None, dict(spec.settings)), spec.options
     texts = [None if pd.isna(text) else text for text in partials[PARTIAL_COLUMN].tolist()]
     if keys:
         groups = grouped_texts(by_groupby(partials, list(keys)), texts)
@@ -448,12 +450,7 @@ def _agg_spec(
     """The partitions' spec (settings checked for keys) and the job holding their concurrency semaphore."""
     from aiforge.dataframes.agg_frames import split_settings
 
-    secret = [name for name in settings if "api_key" in name.lower()]
-    if secret:
-        raise UsageError(
-            f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
-            "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
-        )
+    check_no_keys(settings)
     agent_settings = dict(settings)
     options = split_settings(agent_settings)
     spec = AggPartitionSpec(prompt, keys, agent_settings, options)

@@ -27,16 +27,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
+from aiforge.batch.options import batch_options
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
+from aiforge.core.labels import checked_labels
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
 from aiforge.dataframes.accessor import (
     ATTRS_KEY,
-    BATCH_OPTIONS,
     LABEL_COLUMN,
     RESPONSE_COLUMN,
-    _checked_labels,
     _columns,
     extraction_prompt,
 )
@@ -81,14 +81,8 @@ class PartitionSpec:
         **settings: Any,
     ) -> PartitionSpec:
         """The spec of one accessor call: ``settings`` split into ``run_batch`` options and agent settings."""
-        # OPENAI_API_KEY, api_key, GATEWAY_API_KEY...: a spec travels in the task graph, a key must not.
-        secret = [name for name in settings if "api_key" in name.lower()]
-        if secret:
-            raise UsageError(
-                f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
-                "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
-            )
-        options = {name: settings.pop(name) for name in BATCH_OPTIONS if name in settings}
+        check_no_keys(settings)
+        options = batch_options(settings)
         if options.get("cascade") is not None or options.get("plan", "as_is") != "as_is":
             # A Cascade holds agents (with their keys) and calibrates once over the whole batch; a plan is chosen
             # for the whole batch too: neither can be split into partitions.
@@ -97,7 +91,7 @@ class PartitionSpec:
                 "pandas DataFrame (ddf.compute() first, or one partition at a time)"
             )
         if operation == "classify":
-            labels = _checked_labels(labels)
+            labels = checked_labels(labels, "classify")
             output = Literal[labels]
         elif operation == "filter":
             output = bool
@@ -151,6 +145,21 @@ def run_partition(part: pd.DataFrame, spec: PartitionSpec) -> BatchResult:
         items, spec.concurrency, max(len(items), 1), output=spec.output, prompt=spec.prompt, **options
     )
     return result
+
+
+def check_no_keys(settings: Mapping[str, Any]) -> None:
+    """A UsageError naming the keys among ``settings``: what a Dask call is given travels in the task graph.
+
+    OPENAI_API_KEY, api_key, GATEWAY_API_KEY... reach the workers through their environment instead.
+
+    >>> check_no_keys({"provider": "openai", "OPENAI_API_KEY": "sk-..."})  # UsageError: OPENAI_API_KEY: a key ...
+    """
+    secret = [name for name in settings if "api_key" in name.lower()]
+    if secret:
+        raise UsageError(
+            f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
+            "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
+        )
 
 
 def process_agent(settings: Mapping[str, Any]) -> ChatAgent:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from aiforge.core.labels import checked_labels
 from aiforge.core.templates import RowTemplate, no_such_column
 from aiforge.core.types import UsageError
 from aiforge.evaluation.result import EvalResult, Kind
@@ -78,7 +79,7 @@ def evaluate(
     if "estimate" in options:
         raise UsageError("evaluate runs the grid; to price one candidate first: agent.estimate_batch(df, prompt=...)")
     kind = _kind(labels, output)
-    label_set = _checked_labels(labels) if labels is not None else None
+    label_set = checked_labels(labels, "evaluate") if labels is not None else None
     _check_frame(data, truth)
     candidates = _candidates(prompts, agents, truth, data.columns)
     labelled = data[data[truth].notna()]
@@ -103,22 +104,6 @@ def _kind(labels: Sequence[str] | None, output: Any) -> Kind:
     if labels is not None and output is not None:
         raise UsageError("evaluate: pass labels= (a label answer) or output= (a structured answer), not both")
     return "labels" if labels is not None else "output" if output is not None else "text"
-
-
-def _checked_labels(labels: Any) -> tuple[str, ...]:
-    if isinstance(labels, str | Mapping) or hasattr(labels, "columns"):
-        raise UsageError(f"evaluate: labels= takes a list of label strings, e.g. ['pos', 'neg'], not {labels!r:.60}")
-    try:
-        values = list(labels)
-    except TypeError:
-        raise UsageError(f"evaluate: labels= takes a list of label strings, not {type(labels).__name__}") from None
-    odd = [label for label in values if not isinstance(label, str)]
-    if odd:
-        raise UsageError(f"evaluate: labels must be strings, got {odd[0]!r} ({type(odd[0]).__name__}) among them")
-    unique = tuple(dict.fromkeys(values))
-    if len(unique) < 2:
-        raise UsageError(f"evaluate: give at least two distinct labels, got {values!r}")
-    return unique
 
 
 def _check_frame(data: Any, truth: Any) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from aiforge.chat.arguments import checked_positive
 from aiforge.core.aio import run_sync
 from aiforge.core.pricing import price_of
 from aiforge.core.tokens import estimate_tokens
@@ -131,9 +132,9 @@ async def arun_embeddings(
 ) -> EmbeddingRun:
     """``run_embeddings`` in async code."""
     checked = _checked_texts(texts)
-    _check_positive("concurrency", concurrency)
+    checked_positive("concurrency", concurrency)
     if batch_size is not None:
-        _check_positive("batch_size", batch_size)
+        checked_positive("batch_size", batch_size)
     provider = agent.provider
     if not provider.embeds:
         from aiforge.providers import embedding_providers
@@ -169,11 +170,6 @@ def _checked_texts(texts: Iterable[str]) -> list[str]:
     if empty:
         raise UsageError(f"the texts at {empty[:10]} are empty: the embeddings APIs reject empty input")
     return texts
-
-
-def _check_positive(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
 
 
 def _cache_of(agent: ChatAgent, cache: CacheOption) -> ResponseCache | None:

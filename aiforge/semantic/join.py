@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Literal
 
-from aiforge.batch.options import BATCH_ARGUMENTS
+from aiforge.batch.options import batch_options
 from aiforge.batch.results import BatchResult, BudgetExceededError, MissingValueError
+from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.types import UsageError
 from aiforge.semantic.join_candidates import DEFAULT_K, checked_k, nearest
@@ -47,7 +48,6 @@ one prompt comfortably (30 short rows are a few hundred tokens) and each left ro
 above it every request carries the whole list (input tokens grow as n x m again, only in fewer requests), and a
 model picking from a long numbered list misses more than one judging a single pair."""
 ATTRS_KEY = "aiforge"
-_BATCH_OPTIONS = tuple(name for name in BATCH_ARGUMENTS if name not in ("output", "prompt", "estimate"))
 _NO_MATCH = "none"
 
 
@@ -181,8 +181,8 @@ def semantic_join(
         )
     template = PairTemplate.parse(prompt, left.columns, right.columns)
     lefts, rights = _Rows.of(left, template.fields("left")), _Rows.of(right, template.fields("right"))
-    options = {name: settings.pop(name) for name in _BATCH_OPTIONS if name in settings}
-    agent = _agent(agent, settings)
+    options = batch_options(settings)
+    agent = operation_agent(agent, settings)
     small = len(rights.values) <= CLASSIFY_MAX_RIGHT
     chosen = strategy if strategy != "auto" else "classify" if small else "candidates"
     report = JoinReport(chosen, k if chosen == "candidates" else None, len(lefts.values) * len(rights.values))
@@ -197,19 +197,6 @@ def semantic_join(
     _warn_if_failed(report)
     joined.attrs[ATTRS_KEY] = report
     return joined
-
-
-def _agent(agent: ChatAgent | None, settings: dict[str, Any]) -> ChatAgent:
-    if agent is None:
-        from aiforge.chat.agent import ChatAgent
-
-        return ChatAgent(memory="none", **settings)
-    if settings:
-        raise UsageError(
-            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
-            "set them on the agent you pass instead."
-        )
-    return agent
 
 
 def _classified(

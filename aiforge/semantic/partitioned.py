@@ -42,12 +42,9 @@ def dask_duplicate_ids(
     import pandas as pd
     from dask.delayed import delayed
 
-    secret = [name for name in settings if "api_key" in name.lower()]
-    if secret:
-        raise UsageError(
-            f"{', '.join(secret)}: a key passed here would travel in the task graph to every worker. "
-            "Set it in the workers' environment instead (OPENAI_API_KEY, ANTHROPIC_API_KEY, AIFORGE_*)."
-        )
+    from aiforge.dataframes.partition import check_no_keys
+
+    check_no_keys(settings)
     cache = request.options.get("cache")
     parts = [delayed(_embedded_part)(part, settings, cache) for part in data.to_delayed()]
     embedded: list[PartEmbeddings] = delayed(list)(parts).compute()

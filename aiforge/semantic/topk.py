@@ -37,8 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiforge.batch.options import BATCH_ARGUMENTS
+from aiforge.batch.options import BATCH_ARGUMENTS, batch_options
 from aiforge.batch.results import BatchResult, BudgetExceededError
+from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.templates import VALUE_FIELD, batch_prompts
 from aiforge.core.types import AIForgeError, UsageError
 from aiforge.semantic.topk_prompts import COMPARISON, pair_prompt, ranking_type, row_text, window_prompt
@@ -205,25 +206,18 @@ def _options(settings: dict[str, Any]) -> dict[str, Any]:
             f"topk: {other[0]}= does not apply (topk sets its own output and prompts); "
             f"of run_batch's options it takes {', '.join(f'{name}=' for name in TOPK_OPTIONS)}"
         )
-    return {name: settings.pop(name) for name in TOPK_OPTIONS if name in settings}
+    return batch_options(settings, TOPK_OPTIONS)
 
 
 def _agent(agent: ChatAgent | None, settings: dict[str, Any]) -> ChatAgent:
     """The agent given, or one built from ``settings`` at TEMPERATURE=0 where the provider sends a temperature."""
-    if agent is not None:
-        if settings:
-            raise UsageError(
-                f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
-                "set them on the agent you pass instead."
-            )
-        return agent
-    from aiforge.chat.agent import ChatAgent
-
-    built = ChatAgent(memory="none", **settings)
-    # Greedy decoding makes a run repeatable; a provider that never sends a temperature would warn if one were set.
-    if "TEMPERATURE" in settings or built.provider.temperature_unsent is not None or built.settings.TEMPERATURE == 0:
+    built = operation_agent(agent, settings)
+    if agent is not None or "TEMPERATURE" in settings:
         return built
-    return ChatAgent(memory="none", **settings, TEMPERATURE=0)
+    # Greedy decoding makes a run repeatable; a provider that never sends a temperature would warn if one were set.
+    if built.provider.temperature_unsent is not None or built.settings.TEMPERATURE == 0:
+        return built
+    return operation_agent(None, {**settings, "TEMPERATURE": 0})
 
 
 class _Asker:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import numpy as np
@@ -13,7 +12,7 @@ pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow  # a LocalCluster of 2 worker processes (seconds to start, more under load)
 
 import dask.dataframe as dd  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
+from distributed import Client  # noqa: E402
 
 import aiforge  # noqa: E402,F401 - registers the accessors
 from aiforge import ChatAgent  # noqa: E402
@@ -21,6 +20,7 @@ from aiforge.core.types import UsageError  # noqa: E402
 from aiforge.dataframes.dask_accessor import job_summary  # noqa: E402
 from aiforge.semantic.embed_column import embedding_matrix  # noqa: E402
 from fakellm import LLMServer  # noqa: E402
+from tests.support.dask_cluster import local_client, openai_env  # noqa: E402
 
 KEY = "sk-dask-embed-secret-0123456789"
 
@@ -34,23 +34,8 @@ def server() -> Iterator[LLMServer]:
 @pytest.fixture(scope="module")
 def client(server: LLMServer) -> Iterator[Client]:
     # The key reaches workers through their environment only, as on a real cluster.
-    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.openai_base_url, "TQDM_DISABLE": "1"}
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        with (
-            LocalCluster(
-                processes=True, n_workers=2, threads_per_worker=2, host="127.0.0.1", dashboard_address=None
-            ) as cluster,
-            Client(cluster) as dask_client,
-        ):
-            yield dask_client
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with local_client(openai_env(server, KEY), threads_per_worker=2) as dask_client:
+        yield dask_client
 
 
 @pytest.fixture(autouse=True)

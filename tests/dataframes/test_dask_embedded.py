@@ -11,12 +11,13 @@ import pytest
 pytest.importorskip("distributed")
 
 import dask.dataframe as dd  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
+from distributed import Client  # noqa: E402
 
 import aiforge  # noqa: E402,F401 - registers the accessors
 from aiforge.batch import embedded  # noqa: E402
 from aiforge.batch.embedded import EmbeddedModelWarning  # noqa: E402
 from aiforge.dataframes.dask_accessor import job_summary  # noqa: E402
+from tests.support.dask_cluster import local_client  # noqa: E402
 
 pytestmark = pytest.mark.embedded
 
@@ -26,12 +27,7 @@ SETTINGS = {"provider": "local", "LOCAL_THREADS": 1, "MAX_TOKENS": 32, "cache": 
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Client]:
-    with (
-        LocalCluster(
-            processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
-        ) as cluster,
-        Client(cluster) as dask_client,
-    ):
+    with local_client() as dask_client:
         yield dask_client
 
 

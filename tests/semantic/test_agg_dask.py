@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -14,11 +13,13 @@ pytest.importorskip("distributed")
 pytestmark = pytest.mark.slow  # a LocalCluster of 2 worker processes (seconds to start, more under load)
 
 import dask.dataframe as dd  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
+from distributed import Client  # noqa: E402
 
 import aiforge  # noqa: E402,F401 - registers the accessors
 from aiforge.core.tokens import CHARS_PER_TOKEN  # noqa: E402
+from aiforge.core.types import UsageError  # noqa: E402
 from fakellm import LLMServer, RecordedRequest, Reply, estimate_input_tokens  # noqa: E402
+from tests.support.dask_cluster import local_client, openai_env  # noqa: E402
 
 KEY = "sk-dask-agg-secret-0123456789"
 WINDOW = 700
@@ -48,23 +49,8 @@ def server() -> Iterator[LLMServer]:
 
 @pytest.fixture(scope="module")
 def client(server: LLMServer) -> Iterator[Client]:
-    env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.openai_base_url, "TQDM_DISABLE": "1"}
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        with (
-            LocalCluster(
-                processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
-            ) as cluster,
-            Client(cluster) as dask_client,
-        ):
-            yield dask_client
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with local_client(openai_env(server, KEY)) as dask_client:
+        yield dask_client
 
 
 @pytest.fixture(autouse=True)
@@ -110,3 +96,12 @@ def test_by_gives_a_series_by_group_folded_across_partitions(client: Client, ser
 
     assert result.index.tolist() == ["a", "b"] and result.map(count_of).tolist() == [100, 100]
     assert_every_request_under_the_window(server)
+
+
+def test_a_key_in_the_settings_is_refused_before_any_partition_runs(server: LLMServer) -> None:
+    ddf = dd.from_pandas(frame(20), npartitions=2)
+    server.reset()
+    with pytest.raises(UsageError, match="OPENAI_API_KEY: a key passed here would travel") as caught:
+        ddf.aiforge.agg("How many {review}s are there?", OPENAI_API_KEY=KEY, **SETTINGS)
+    assert KEY not in str(caught.value)
+    assert server.request_count == 0

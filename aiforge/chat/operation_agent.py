@@ -1,0 +1,34 @@
+"""The agent a DataFrame or semantic operation runs with: the one the caller passed, or one built from settings.
+
+``df.aiforge.map``, ``embed``, ``agg``, ``join``, ``topk``, ``dedup`` and the rest take ``agent=`` or the settings
+to build one with (``provider="openai", model=...``), never both: settings beside an agent would be ignored
+silently, so they are a UsageError. The agent built has ``memory="none"``: each row (or chunk, or pair) is its
+own conversation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiforge.core.types import UsageError
+
+if TYPE_CHECKING:
+    from aiforge.chat.agent import ChatAgent
+
+
+def operation_agent(agent: ChatAgent | None, settings: dict[str, Any]) -> ChatAgent:
+    """``agent``, or a ``ChatAgent(memory="none", **settings)`` when it is None; settings with an agent fail.
+
+    >>> operation_agent(None, {"provider": "scripted"}).memory_mode
+    'none'
+    """
+    if agent is None:
+        from aiforge.chat.agent import ChatAgent
+
+        return ChatAgent(memory="none", **settings)
+    if settings:
+        raise UsageError(
+            f"Settings ({', '.join(settings)}) configure the agent built when agent=None; "
+            "set them on the agent you pass instead."
+        )
+    return agent
