@@ -79,6 +79,22 @@ class _Handler(OpenAIWire, AnthropicWire, BaseHTTPRequestHandler):
     def _send(self, data: bytes) -> None:
         self.connection.sendall(data)
 
+    def _answered_now(self) -> None:
+        """The request is no longer in flight (``max_in_flight``), once: called just before its last bytes go out.
+
+        Ending it only after they went out would let a client that reads the answer and sends its next request
+        at once be counted twice when this thread is descheduled in between (a busy machine), although the
+        client never had two requests open.
+        """
+        if not getattr(self, "_answered", True):
+            self._answered = True
+            self.server.llm._end()
+
+    def _send_last(self, data: bytes) -> None:
+        """Send the last bytes of the answer, the request ended first (``_answered_now``)."""
+        self._answered_now()
+        self._send(data)
+
     def _kill(self) -> None:
         """Close the TCP connection (FIN) without finishing the response."""
         self.close_connection = True
@@ -123,7 +139,7 @@ class _Handler(OpenAIWire, AnthropicWire, BaseHTTPRequestHandler):
             self._send(head + body[: len(body) // 2])
             self._kill()
         else:
-            self._send(head + body)
+            self._send_last(head + body)
 
     # ---- request entry point
 
@@ -131,7 +147,7 @@ class _Handler(OpenAIWire, AnthropicWire, BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if self.server.llm.batches.handles(path):
             return self.server.llm.batches.serve(self, "GET", path, b"")
-        self._send(self._head(404, {"Content-Length": "0"}))
+        self._send_last(self._head(404, {"Content-Length": "0"}))
 
     def do_POST(self):
         llm = self.server.llm
@@ -161,6 +177,7 @@ class _Handler(OpenAIWire, AnthropicWire, BaseHTTPRequestHandler):
             client=self.client_address,
         )
         llm._begin(req)
+        self._answered = False
         try:
             self._serve(req, protocol, path)
         except OSError:
@@ -172,7 +189,7 @@ class _Handler(OpenAIWire, AnthropicWire, BaseHTTPRequestHandler):
             except OSError:
                 self.close_connection = True
         finally:
-            llm._end()
+            self._answered_now()
 
     def _serve(self, req: RecordedRequest, protocol: str | None, path: str) -> None:
         llm = self.server.llm
@@ -329,16 +346,18 @@ class _Handler(OpenAIWire, AnthropicWire, BaseHTTPRequestHandler):
         )
         delay = llm.chunk_delay
         if delay <= 0:
-            self._send(head + b"".join(frames) + tail)  # one syscall for the whole stream
+            send = self._send_last if action == "end" else self._send
+            send(head + b"".join(frames) + tail)  # one syscall for the whole stream
         else:
             self._send(head)
             for i, frame in enumerate(frames):
                 if i and not self._wait(delay):
                     return self._kill()
                 # the terminator rides with the last frame so clients can reuse the connection at once
-                self._send(frame + tail if i == len(frames) - 1 else frame)
+                last = i == len(frames) - 1
+                (self._send_last if last and action == "end" else self._send)(frame + tail if last else frame)
             if not frames:
-                self._send(tail)
+                (self._send_last if action == "end" else self._send)(tail)
         if action == "drop":
             self._kill()
         elif action == "hang":

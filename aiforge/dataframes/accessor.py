@@ -453,8 +453,9 @@ def _embed(
     batch_size: int | None,
     settings: dict[str, Any],
 ) -> pd.Series:
-    from aiforge.semantic.embed_column import embedding_series
+    from aiforge.semantic.embed_column import embedding_series, refuse_batch_options
 
+    refuse_batch_options(settings)
     return embedding_series(
         values, operation_agent(agent, settings), model=model, cache=cache, concurrency=concurrency,
         batch_size=batch_size,

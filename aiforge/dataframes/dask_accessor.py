@@ -174,9 +174,10 @@ class DaskOperations:
         """
         if column not in self._data.columns:
             raise UsageError(no_such_column("embed", column, self._data.columns))
-        from aiforge.semantic.embed_column import embedding_name
+        from aiforge.semantic.embed_column import embedding_name, refuse_batch_options
 
         check_no_keys(settings)
+        refuse_batch_options(settings)
         options = {name: settings.pop(name) for name in ("model", "cache", "batch_size") if name in settings}
         job = _embedding_job(concurrency)
         meta = pd.Series([], dtype=object, name=embedding_name(column), index=self._data._meta.index)

@@ -63,6 +63,17 @@ def test_an_unknown_column_names_the_columns() -> None:
         REVIEWS.aiforge.embed(REVIEWS["review"], provider="scripted")
 
 
+@pytest.mark.parametrize("option", ["max_cost", "checkpoint", "pack", "dedup"])
+def test_a_row_batch_option_is_named_as_an_option_embed_does_not_take(option: str) -> None:
+    provider = ScriptedProvider()
+    agent = ChatAgent(provider=provider)
+    with pytest.raises(UsageError, match=f"embed takes model=, cache=, concurrency= and batch_size=, not {option}="):
+        REVIEWS.aiforge.embed("review", **{option: 1})
+    with pytest.raises(UsageError, match=f"not {option}="):
+        REVIEWS["review"].aiforge.embed(agent, **{option: 1})
+    assert provider.embed_calls == []
+
+
 def test_settings_beside_an_agent_are_refused() -> None:
     with pytest.raises(UsageError, match="EMBEDDING_MODEL"):
         REVIEWS.aiforge.embed("review", agent=ChatAgent(provider="scripted"), EMBEDDING_MODEL="x")

@@ -45,12 +45,26 @@ def srv():
         yield server
 
 
+_clients: list = []
+"""The SDK clients a test made with ``oai``/``ant``: closed when it ends, so no socket is left for the garbage
+collector to report (as an unraisable ResourceWarning, an error) in whichever later test it happens to run."""
+
+
+@pytest.fixture(autouse=True)
+def _close_clients():
+    yield
+    while _clients:
+        _clients.pop().close()
+
+
 def oai(srv, **kw):
-    return openai.OpenAI(base_url=srv.openai_base_url, api_key="sk-test", max_retries=0, **kw)
+    _clients.append(openai.OpenAI(base_url=srv.openai_base_url, api_key="sk-test", max_retries=0, **kw))
+    return _clients[-1]
 
 
 def ant(srv, **kw):
-    return anthropic.Anthropic(base_url=srv.anthropic_base_url, api_key="sk-ant-test", max_retries=0, **kw)
+    _clients.append(anthropic.Anthropic(base_url=srv.anthropic_base_url, api_key="sk-ant-test", max_retries=0, **kw))
+    return _clients[-1]
 
 
 def post(srv, path, body):
