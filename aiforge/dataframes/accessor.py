@@ -1,4 +1,5 @@
-"""``df.aiforge`` and ``s.aiforge``: map, classify, filter, extract and judge over rows with one batch each.
+"""``df.aiforge`` and ``s.aiforge``: map, classify, filter, extract and judge over rows with one batch each; the
+semantic operators agg, embed, dedup, cluster, join and topk; and evaluate.
 
 Every operation is one ``run_batch`` (same progress bar, concurrency, failures kept per row), and
 returns pandas data aligned on the input's index, so ``df.join(df.aiforge.map(...))`` lines up, also
@@ -14,7 +15,9 @@ on a Series, ``{value}`` (or the Series' name) is the value. ``agent=None`` buil
 and a label ``output=`` score each row rather than generate it (``LABELS_BY``), with a ``confidence`` per row.
 
 ``agg`` reduces all the rows (or each group's, ``by=``) to one answer under ``CONTEXT_WINDOW``
-(``semantic.aggregate``); ``df.groupby(keys).aiforge.agg`` does it per group of a pandas groupby.
+(``semantic.aggregate``); ``df.groupby(keys).aiforge.agg`` does it per group of a pandas groupby. ``embed``,
+``dedup``, ``cluster``, ``join`` and ``topk`` are thin wrappers over ``aiforge.semantic`` (each puts its report,
+with requests and cost, in ``.attrs["aiforge"]``).
 ``df.aiforge.evaluate`` (a grid of prompts x agents scored against a truth column) and ``judge`` (a rubric's score
 and reason per row) are thin wrappers over ``aiforge.evaluation``.
 
