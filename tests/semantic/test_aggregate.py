@@ -97,6 +97,7 @@ def test_context_windows_come_from_the_model_table_the_setting_or_the_default() 
     assert context_window("SmolLM2-135M-Instruct", embedded_context=4096) == 4096
 
 
+@pytest.mark.embedded  # builds a provider='local' agent: needs the local extra (not in CI's lowest-versions venv)
 def test_the_embedded_model_window_is_the_context_its_engine_loads() -> None:
     from aiforge import ChatAgent
     from aiforge.semantic.aggregate import agent_context_window
