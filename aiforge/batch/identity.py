@@ -14,8 +14,9 @@ from aiforge.batch.cascade_labels import label_values
 from aiforge.batch.estimate import ItemPricer, item_pricer
 from aiforge.batch.runner import kept
 from aiforge.core.output import WRAPPER_KEY
+from aiforge.core.pricing import lookup_price, price_of
 from aiforge.core.tokens import estimate_tokens
-from aiforge.core.types import UsageError
+from aiforge.core.types import ConfigError, Usage, UsageError
 
 if TYPE_CHECKING:
     from aiforge.batch.owner import BatchOwner
@@ -95,6 +96,30 @@ def pricer_of(owner: BatchOwner, spec: OutputSpec | None) -> ItemPricer:
         max_tokens=max_tokens if answer is None else min(answer, max_tokens or answer),
         free=owner.provider.free,
         prices=owner.settings.PRICES,
+    )
+
+
+def check_budget_enforceable(owner: BatchOwner, max_cost: float | None) -> None:
+    """A ``ConfigError`` naming ``PRICES`` when ``max_cost`` is given for a model aiforge cannot price.
+
+    Every call of such a model is recorded at $0.00 (``priced=False``), so no budget would ever stop it: the
+    batch is refused before any request rather than run in full. A free provider (local, scripted) is priced
+    at 0 and needs no price; the tier the agent asks for (``SERVICE_TIER``) must have a price too.
+    """
+    if max_cost is None or owner.provider.free:
+        return
+    provider = owner.provider
+    tier = owner.settings.SERVICE_TIER if provider.service_tier_unsent is None else None
+    if price_of(Usage(1, 1), owner.model, owner.settings.PRICES or None, tier)[1]:
+        return
+    model = owner.model
+    at = f" at SERVICE_TIER={tier}" if tier is not None and lookup_price(model, owner.settings.PRICES) else ""
+    raise ConfigError(
+        f"max_cost=${max_cost:g} cannot be enforced: aiforge has no price for model {model!r}{at}, so its calls "
+        f"would be recorded at $0.00 and none would ever stop; give it one with the PRICES setting, e.g. "
+        f"PRICES={{{model!r}: {{'input': 1.0, 'output': 2.0}}}} (USD per 1M tokens; aiforge.yaml, AIFORGE_PRICES "
+        "or the PRICES= keyword), or run without max_cost",
+        setting="PRICES",
     )
 
 

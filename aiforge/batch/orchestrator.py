@@ -18,7 +18,14 @@ from aiforge.batch.cascade import run_cascade
 from aiforge.batch.dedup import Duplicates, find_duplicates
 from aiforge.batch.embedded import warn_if_embedded
 from aiforge.batch.estimate import BatchEstimate, estimate_of
-from aiforge.batch.identity import batch_identity, finished_items, open_cache, open_checkpoint, pricer_of
+from aiforge.batch.identity import (
+    batch_identity,
+    check_budget_enforceable,
+    finished_items,
+    open_cache,
+    open_checkpoint,
+    pricer_of,
+)
 from aiforge.batch.label_calibration import calibrated
 from aiforge.batch.label_scoring import check_calibration, scored_labels, unpacked_if_scored
 from aiforge.batch.options import BatchOptions
@@ -71,6 +78,8 @@ async def _run_items(
     owner: BatchOwner, items: Sequence[str] | Any, options: BatchOptions, stopped: list[KeptBatch] | None
 ) -> BatchResult | BatchEstimate:
     item_type = checked_item_type(owner)
+    if not options.estimate:
+        check_budget_enforceable(owner, options.max_cost)  # before any request: no price, no budget
     if options.plan == "cheapest" and not options.estimate:
         return await run_cheapest(owner, items, options, run_items)
     if options.cascade is not None and not options.estimate:  # its estimate is the plans' cascade row

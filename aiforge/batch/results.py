@@ -159,11 +159,20 @@ class BatchResult:
 
     @property
     def total_cost(self) -> float:
-        """USD spent: every result's cost, and with ``cascade`` the cheap model's scoring of every row."""
+        """USD spent: every result's cost, and with ``cascade`` the cheap model's scoring of every row.
+
+        A result of a model aiforge has no price for counts $0.00: ``unpriced`` says how many, and the repr and
+        summary say the total leaves them out (add the model to the ``PRICES`` setting).
+        """
         if self.cascade is not None:  # the cheap pass scored the rows the strong model answered too
             return self.cascade.first_cost + self.cascade.then_cost
         total: float = sum(r.cost for r in self.results)
         return total
+
+    @property
+    def unpriced(self) -> int:
+        """Results whose model aiforge has no price for (``priced=False``): ``total_cost`` leaves their cost out."""
+        return sum(not getattr(r, "priced", True) for r in self.results)
 
     @property
     def total_tokens(self) -> int:
@@ -269,10 +278,12 @@ class BatchResult:
         return self
 
     def __repr__(self) -> str:
-        deduplicated = self.deduplicated
+        deduplicated, unpriced = self.deduplicated, self.unpriced
         return (
             f"BatchResult(items={len(self.inputs)}, ok={len(self.results)}, failed={len(self.failed)}, "
-            f"total_cost={self.total_cost:.6f}, total_tokens={self.total_tokens}"
+            f"total_cost={self.total_cost:.6f}"
+            + (f" (leaves out {unpriced} unpriced)" if unpriced else "")
+            + f", total_tokens={self.total_tokens}"
             + (f", deduplicated={deduplicated})" if deduplicated else ")")
         )
 
@@ -285,7 +296,9 @@ class BatchResult:
             + (f" ({', '.join(spared)})" if spared else "")
             + f" · {len(self.failed) - skipped} failed"
             + (f" · {skipped} skipped (budget)" if skipped else "")
-            + f" · {self.total_tokens} tokens · ${self.total_cost:.5f} · {self.wall_time_s:.1f} s"
+            + f" · {self.total_tokens} tokens · ${self.total_cost:.5f}"
+            + (f" (leaves out {self.unpriced} unpriced: no price, see PRICES)" if self.unpriced else "")
+            + f" · {self.wall_time_s:.1f} s"
         )
 
     def _repr_markdown_(self) -> str:

@@ -29,7 +29,7 @@ TRACE_COLUMNS = [
 ]
 
 BATCH_COLUMNS = [
-    "input", "message", "model", "input_tokens", "output_tokens", "cached_tokens", "cost",
+    "input", "message", "model", "input_tokens", "output_tokens", "cached_tokens", "cost", "priced",
     "latency_ms", "iterations", "tool_calls", "error", "trace_id", "cached", "truncated",
     "packed", "confidence",
 ]
@@ -154,6 +154,7 @@ class ChatResponse(BaseModel):
             "output_tokens": self.output_tokens,
             "cached_tokens": self.cached_tokens,
             "cost": self.cost,
+            "priced": self.priced,
             "latency_ms": self.latency_ms,
             "iterations": self.iterations,
             "tool_calls": len(self.tool_calls),
@@ -167,7 +168,7 @@ class ChatResponse(BaseModel):
 
     @classmethod
     def failed_row(cls, error: str) -> dict[str, Any]:
-        """The row of a batch item whose turn failed with ``error``: no reply, nothing spent."""
+        """The row of a batch item whose turn failed with ``error``: no reply, nothing spent (so ``priced``)."""
         return {
             "message": None,
             "model": None,
@@ -175,6 +176,7 @@ class ChatResponse(BaseModel):
             "output_tokens": 0,
             "cached_tokens": 0,
             "cost": 0.0,
+            "priced": True,
             "latency_ms": None,
             "iterations": 0,
             "tool_calls": 0,

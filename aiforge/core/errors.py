@@ -139,3 +139,19 @@ class NotFoundError(ProviderError):
 
 class BadRequestError(ProviderError):
     """The provider rejected the request as malformed (400/422)."""
+
+
+class ContextWindowExceededError(BadRequestError):
+    """The server refused a request as longer than its context: the same request fails again, a shorter one fits.
+
+    ``context_window`` is the context in tokens the server said it has (llama.cpp's ``n_ctx``, OpenAI's "maximum
+    context length", Anthropic's "maximum"), ``prompt_tokens`` what it counted in the request; each None when it did
+    not say. The message names the ``CONTEXT_WINDOW`` setting, the window ``agg`` packs its requests under.
+    """
+
+    def __init__(
+        self, message: str, *, context_window: int | None = None, prompt_tokens: int | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.context_window = context_window
+        self.prompt_tokens = prompt_tokens

@@ -24,6 +24,7 @@ from aiforge.core.otel import note_retry
 from aiforge.core.types import (
     APIConnectionError,
     APITimeoutError,
+    ContextWindowExceededError,
     ProviderError,
     RateLimitError,
 )
@@ -80,6 +81,8 @@ def is_retryable(error: BaseException) -> bool:
     """True for timeouts, connection errors, 408, 409, 429 and 5xx; False for everything else."""
     if isinstance(error, APITimeoutError | APIConnectionError | RateLimitError):
         return True
+    if isinstance(error, ContextWindowExceededError):  # whatever its status: the same request is as long again
+        return False
     if isinstance(error, ProviderError) and error.status_code is not None:
         return error.status_code in RETRYABLE_STATUS or 500 <= error.status_code <= 599
     return False

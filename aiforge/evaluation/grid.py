@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from aiforge.batch.identity import check_budget_enforceable
 from aiforge.core.labels import checked_labels
 from aiforge.core.templates import RowTemplate, no_such_column
 from aiforge.core.types import UsageError
@@ -87,6 +88,8 @@ def evaluate(
         _check_truth_in_labels(labelled[truth], label_set, truth)
     spec = Literal[label_set] if label_set is not None else output
     folder = _checkpoint_folder(checkpoint)
+    for candidate in candidates:  # every one before any request: a later candidate's refusal would waste the others'
+        check_budget_enforceable(candidate.runner, options.get("max_cost"))
     batches: dict[str, BatchResult] = {}
     for candidate in candidates:
         path = None if folder is None else _checkpoint_file(folder, candidate, labelled, spec)

@@ -6,6 +6,7 @@ message, body, headers and request id out of an HTTP error (``HTTPFailure``); ev
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -16,6 +17,7 @@ from aiforge.core.types import (
     APITimeoutError,
     AuthenticationError,
     BadRequestError,
+    ContextWindowExceededError,
     NotFoundError,
     PermissionDeniedError,
     ProviderError,
@@ -64,6 +66,66 @@ _STATUS_ERRORS: dict[int, type[ProviderError]] = {
 }
 
 
+# How servers word a request longer than their context, and where they put the numbers (window, prompt tokens).
+_CONTEXT_TYPES = frozenset({"exceed_context_size_error"})
+"""Error ``type``s of a context-length refusal: llama.cpp's server."""
+_CONTEXT_CODES = frozenset({"context_length_exceeded"})
+"""Error ``code``s of one: OpenAI's (Chat Completions and Responses), and the gateways that copy it."""
+_CONTEXT_MESSAGES = (
+    # llama.cpp: "request (7101 tokens) exceeds the available context size (1024 tokens), try increasing it"
+    re.compile(r"request \((?P<tokens>\d+) tokens\) exceeds the available context size \((?P<window>\d+) tokens\)"),
+    # Anthropic: "prompt is too long: 210000 tokens > 200000 maximum"
+    re.compile(r"prompt is too long: (?P<tokens>\d+) tokens > (?P<window>\d+) maximum"),
+    # OpenAI, vLLM: "This model's maximum context length is 128000 tokens. However, your messages resulted in
+    # 130000 tokens" (vLLM: "However, you requested 5000 tokens")
+    re.compile(
+        r"maximum context length is (?P<window>\d+) tokens(?:.*?(?:resulted in|requested) (?P<tokens>\d+) tokens)?",
+        re.S,
+    ),
+)
+
+
+def _error_fields(body: Any) -> list[Mapping[str, Any]]:
+    """The error object(s) of a decoded body: the body itself and an ``error`` inside it (Anthropic nests it)."""
+    if not isinstance(body, Mapping):
+        return []
+    inner = body.get("error")
+    return [body, *([inner] if isinstance(inner, Mapping) else [])]
+
+
+def context_refusal(message: str, body: Any) -> tuple[int | None, int | None] | None:
+    """``(context window, prompt tokens)`` when an error answer refuses a request as longer than the server's context
+    (each None when the server did not say); None when the error is about something else."""
+    fields = _error_fields(body)
+    window = next((f.get("n_ctx") for f in fields if isinstance(f.get("n_ctx"), int)), None)  # llama.cpp says it
+    tokens = next((f.get("n_prompt_tokens") for f in fields if isinstance(f.get("n_prompt_tokens"), int)), None)
+    texts = [message, *(str(f.get("message")) for f in fields if f.get("message"))]
+    matched = False
+    for pattern in _CONTEXT_MESSAGES:
+        for text in texts:
+            if (found := pattern.search(text)) is not None:
+                matched = True
+                window = window if window is not None else int(found["window"])
+                if tokens is None and found["tokens"] is not None:
+                    tokens = int(found["tokens"])
+    typed = any(f.get("type") in _CONTEXT_TYPES or f.get("code") in _CONTEXT_CODES for f in fields)
+    return (window, tokens) if matched or typed else None
+
+
+def context_advice(window: int | None) -> str:
+    """What to do about a context-length refusal: a request must fit the server's context; ``agg``'s fit
+    ``CONTEXT_WINDOW``, which is set to the server's number."""
+    if window is None:
+        return (
+            "the request is longer than the server's context: shorten it (less history or text); agg packs its "
+            "requests under CONTEXT_WINDOW: set it to the server's context size or lower"
+        )
+    return (
+        f"the server's context holds {window} tokens and the request is longer: shorten it (less history or text); "
+        f"agg packs its requests under CONTEXT_WINDOW: set CONTEXT_WINDOW={window} (or lower)"
+    )
+
+
 def error_for_status(
     status: int | None,
     message: str,
@@ -74,13 +136,20 @@ def error_for_status(
     headers: Mapping[str, str] | None = None,
     key_setting: str | None = None,
 ) -> ProviderError:
-    """The aiforge error for an HTTP error answer; a 401 names ``key_setting``, a 429 reads Retry-After."""
+    """The aiforge error for an HTTP error answer; a 401 names ``key_setting``, a 429 reads Retry-After, a request
+    longer than the server's context is a ``ContextWindowExceededError`` naming ``CONTEXT_WINDOW``."""
     common: dict[str, Any] = {"provider": provider, "status_code": status, "request_id": request_id, "body": body}
     if status == 429:
         return RateLimitError(message, retry_after=parse_retry_after(headers), **common)
     if status == 401:
         hint = f"; check {key_setting} (environment or aiforge.yaml)" if key_setting else ""
         return AuthenticationError(message + hint, **common)
+    refusal = context_refusal(message, body)
+    if refusal is not None:
+        window, tokens = refusal
+        return ContextWindowExceededError(
+            f"{message}; {context_advice(window)}", context_window=window, prompt_tokens=tokens, **common
+        )
     return _STATUS_ERRORS.get(status or 0, ProviderError)(message, **common)
 
 

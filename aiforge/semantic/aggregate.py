@@ -31,7 +31,7 @@ from aiforge.batch.runner import KEPT_BATCHES, BatchInterrupted
 from aiforge.core.context_windows import context_window
 from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.output import OutputSpec
-from aiforge.core.types import AIForgeError, UsageError
+from aiforge.core.types import AIForgeError, ContextWindowExceededError, UsageError
 from aiforge.semantic.agg_chunks import ANSWERS, ROWS, ChunkBudget, Kind, TruncatedRowWarning, chunk_prompt, pack
 
 if TYPE_CHECKING:
@@ -246,6 +246,7 @@ def _run_level(
             for position, result in zip(batch.indices, batch.results, strict=True):
                 answers[todo[position], wants_output] = result
             if batch.failed:
+                _raise_if_over_the_servers_context(batch.failed, len(todo), level, report)
                 first = batch.failed[0].error
                 raise AggregationError(
                     f"agg: {len(batch.failed)} of {len(todo)} chunks at level {level.level} failed (first: "
@@ -258,6 +259,32 @@ def _run_level(
         reply.output if t else reply.message
         for reply, t in ((answers[c.prompt, t], t) for c, t in zip(chunks, typed, strict=True))
     ]
+
+
+def _raise_if_over_the_servers_context(
+    failed: list[BatchFailure], chunks: int, level: AggLevel, report: AggReport
+) -> None:
+    """An ``AggregationError`` naming ``CONTEXT_WINDOW`` when the server refused chunks as longer than its context.
+
+    Asking them again would fail the same way: ``CONTEXT_WINDOW`` is larger than the server's context, and the
+    fix is to set it to the server's number (the chunks are then packed anew, smaller).
+    """
+    refused = [f for f in failed if isinstance(f.error, ContextWindowExceededError)]
+    if not refused:
+        return
+    windows = [f.error.context_window for f in refused if isinstance(f.error, ContextWindowExceededError)]
+    said = [w for w in windows if w is not None]
+    server = min(said) if said else None
+    context = f"its context ({server} tokens)" if server is not None else "its context"
+    fix = f"CONTEXT_WINDOW={server}" if server is not None else "CONTEXT_WINDOW to the server's context size"
+    raise AggregationError(
+        f"agg: the server refused {len(refused)} of {chunks} chunks at level {level.level} as longer than {context}: "
+        f"they were packed under CONTEXT_WINDOW={report.context_window}, which is larger; asked again they fail "
+        f"the same way. Set {fix} (ChatAgent(CONTEXT_WINDOW=...), AIFORGE_CONTEXT_WINDOW or aiforge.yaml) and "
+        "call agg again: its chunks are packed under it.",
+        failed=failed,
+        report=report,
+    )
 
 
 def _run_batch(

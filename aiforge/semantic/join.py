@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Literal
 
+from aiforge.batch.identity import check_budget_enforceable
 from aiforge.batch.options import batch_options
 from aiforge.batch.results import BatchResult, BudgetExceededError, MissingValueError
 from aiforge.chat.operation_agent import operation_agent
@@ -183,6 +184,7 @@ def semantic_join(
     lefts, rights = _Rows.of(left, template.fields("left")), _Rows.of(right, template.fields("right"))
     options = batch_options(settings)
     agent = operation_agent(agent, settings)
+    check_budget_enforceable(agent, options.get("max_cost"))  # before the embeddings' requests
     small = len(rights.values) <= CLASSIFY_MAX_RIGHT
     chosen = strategy if strategy != "auto" else "classify" if small else "candidates"
     report = JoinReport(chosen, k if chosen == "candidates" else None, len(lefts.values) * len(rights.values))

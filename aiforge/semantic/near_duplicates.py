@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from aiforge.batch.identity import check_budget_enforceable
 from aiforge.core.templates import RowTemplate
 from aiforge.core.types import UsageError
 from aiforge.semantic.distinct import DistinctTexts, embed_distinct
@@ -168,6 +169,8 @@ def duplicate_ids(values: pd.Series, agent: ChatAgent, request: DedupRequest) ->
     [0, 0, 2]
     """
     check_unique_index(values.index)
+    if request.band.confirms:  # before the embeddings' requests
+        check_budget_enforceable(agent, request.options.get("max_cost"))
     distinct = DistinctTexts.of(values)
     vectors, embedding = embed_distinct(agent, distinct.texts, request.options.get("cache"))
     return ids_from_vectors(values.index, distinct, vectors, request, agent, embedding)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from aiforge import ChatAgent
@@ -13,7 +14,7 @@ from aiforge.batch.estimate import BatchEstimate
 from aiforge.batch.results import BudgetExceededError
 from aiforge.core.pricing import lookup_price
 from aiforge.core.tokens import CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS
-from aiforge.core.types import Usage
+from aiforge.core.types import ConfigError, Usage
 from aiforge.providers.scripted import ScriptedProvider
 from fakellm import LLMServer, Reply
 from tests.support.bars import record_bars
@@ -122,3 +123,82 @@ def test_a_label_output_is_estimated_at_its_longest_labels_length_not_max_tokens
     estimate = agent(srv).estimate_batch(ITEMS, output=Literal["positive", "negative"])
     assert estimate.output_tokens_each < 10 and estimate.output_tokens == 20 * estimate.output_tokens_each
     assert agent(srv, MAX_TOKENS=3).estimate_batch(ITEMS, output=bool).output_tokens_each == 3  # a cap still caps
+
+
+# A model aiforge has no price for: a gateway's own model. A budget on it could never stop anything.
+GATEWAY_MODEL = "qwen3-8b-house"
+
+
+def gateway(server: LLMServer, model: str = GATEWAY_MODEL, **settings: object) -> ChatAgent:
+    return ChatAgent(
+        provider="internal_gateway", GATEWAY_BASE_URL=server.openai_base_url, MODEL=model, MAX_RETRIES=0,
+        PROGRESS_BAR=False, **settings,
+    )
+
+
+def test_a_budget_on_a_model_without_a_price_is_refused_before_any_request(srv: LLMServer) -> None:
+    with pytest.raises(ConfigError, match="PRICES") as refused:
+        gateway(srv).run_batch(ITEMS, max_cost=0.000001)
+    message = str(refused.value)
+    assert srv.request_count == 0 and "\n" not in message
+    assert "max_cost=$1e-06 cannot be enforced" in message and repr(GATEWAY_MODEL) in message
+    assert refused.value.setting == "PRICES"
+
+
+@pytest.mark.parametrize(
+    "operation",
+    ["map", "classify", "extract", "filter", "agg", "topk", "join", "dedup", "evaluate"],
+)
+def test_every_operation_with_max_cost_refuses_an_unpriced_model_before_any_request(
+    srv: LLMServer, operation: str
+) -> None:
+    from pydantic import BaseModel
+
+    import aiforge.dataframes  # noqa: F401 - registers df.aiforge
+
+    class Stars(BaseModel):
+        stars: int
+
+    frame = pd.DataFrame({"text": ITEMS[:6], "label": ["a", "b"] * 3})
+    unpriced = gateway(srv)
+    calls = {
+        "map": lambda: frame.aiforge.map("{text}", agent=unpriced, max_cost=1.0),
+        "classify": lambda: frame.aiforge.classify("{text}", ["a", "b"], agent=unpriced, max_cost=1.0),
+        "extract": lambda: frame.aiforge.extract("text", Stars, agent=unpriced, max_cost=1.0),
+        "filter": lambda: frame.aiforge.filter("{text}", agent=unpriced, max_cost=1.0),
+        "agg": lambda: frame.aiforge.agg("What do the {text}s say?", agent=unpriced, max_cost=1.0),
+        "topk": lambda: frame.aiforge.topk("the best {text}", k=2, agent=unpriced, max_cost=1.0),
+        "join": lambda: frame.aiforge.join(
+            frame, "Is {left.text} like {right.text}?", strategy="candidates", agent=unpriced, max_cost=1.0
+        ),
+        "dedup": lambda: frame.aiforge.dedup("text", confirm=True, agent=unpriced, max_cost=1.0),
+        # the priced candidate is not run first: every candidate is checked before any request
+        "evaluate": lambda: frame.aiforge.evaluate(
+            {"p": "{text}"}, {"priced": agent(srv), "house": unpriced}, truth="label", labels=["a", "b"],
+            max_cost=1.0,
+        ),
+    }
+    with pytest.raises(ConfigError, match="cannot be enforced.*PRICES"):
+        calls[operation]()
+    assert srv.request_count == 0
+
+
+def test_with_a_price_given_the_budget_stops_the_batch_as_for_a_priced_model(srv: LLMServer) -> None:
+    prices = {GATEWAY_MODEL: {"input": PRICE.input, "output": PRICE.output}}  # gpt-4o-mini's: ITEM_COST a reply
+    batch = gateway(srv, PRICES=prices).run_batch(ITEMS, concurrency=1, max_cost=3.5 * ITEM_COST)
+    assert len(batch.results) == 3 == srv.request_count and len(batch.skipped) == len(ITEMS) - 3
+    assert batch.total_cost == pytest.approx(3 * ITEM_COST) and batch.unpriced == 0
+    assert batch.to_dataframe()["priced"].tolist() == [True] * len(ITEMS)
+
+
+def test_the_frame_has_priced_and_an_unpriced_total_says_it_leaves_them_out(srv: LLMServer) -> None:
+    model = "qwen3-8b-frame"  # its own name: the unpriced warning comes once per model and process
+    with pytest.warns(UserWarning, match=f"no price for model '{model}'"):
+        batch = gateway(srv, model=model).run_batch(ITEMS[:3])
+    frame = batch.to_dataframe()
+    assert frame["priced"].tolist() == [False, False, False] and batch.unpriced == 3
+    assert "total_cost=0.000000 (leaves out 3 unpriced)" in repr(batch)
+    assert "(leaves out 3 unpriced: no price, see PRICES)" in batch._repr_markdown_()
+    priced = agent(srv).run_batch(ITEMS[:3])
+    assert priced.to_dataframe()["priced"].tolist() == [True] * 3 and priced.unpriced == 0
+    assert "unpriced" not in repr(priced) and "unpriced" not in priced._repr_markdown_()

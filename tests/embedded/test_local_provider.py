@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 
 from aiforge.core.settings import load_settings
-from aiforge.core.types import BadRequestError, CallParams, Completion, ConfigError, Message, ToolSpec
+from aiforge.core.types import (
+    BadRequestError,
+    CallParams,
+    Completion,
+    ConfigError,
+    ContextWindowExceededError,
+    Message,
+    ToolSpec,
+)
 from aiforge.providers.local import LocalProvider, weights
 from aiforge.providers.local.weights import find_default_weights, resolve_model_path
 
@@ -276,5 +284,7 @@ def test_missing_weights_are_a_config_error_with_the_install_commands(monkeypatc
 def test_a_prompt_beyond_the_context_names_the_setting() -> None:
     small = LocalProvider(load_settings(LOCAL_CONTEXT_SIZE=256))
 
-    with pytest.raises(BadRequestError, match="LOCAL_CONTEXT_SIZE"):
+    with pytest.raises(BadRequestError, match="LOCAL_CONTEXT_SIZE") as refused:
         asyncio.run(small.complete(conversation("word " * 400), None, GREEDY))
+    # the same error as a server's context refusal (agg's advice reads its number), never retried
+    assert isinstance(refused.value, ContextWindowExceededError) and refused.value.context_window == 256

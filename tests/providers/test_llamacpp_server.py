@@ -23,7 +23,12 @@ from pydantic import BaseModel, Field
 
 from aiforge import ChatAgent
 from aiforge.chat.response import ChatResponse
-from aiforge.core.types import APIConnectionError, AuthenticationError, BadRequestError
+from aiforge.core.types import (
+    APIConnectionError,
+    AuthenticationError,
+    BadRequestError,
+    ContextWindowExceededError,
+)
 from aiforge.providers.local.weights import find_default_weights
 from tests.support.llamacpp_server import MODEL_ALIAS, LlamaCppServer
 
@@ -35,6 +40,8 @@ if find_default_weights() is None:
 
 SERVER_KEY = "sk-llamacpp-SECRET"
 HANG_GUARD_S = 300.0
+SLOT_CONTEXT = 1024
+"""The tokens one request may take on the test server: its n_ctx (4096) shared by its 4 slots."""
 """Request timeout: only a guard against a hung test, never an assertion on speed."""
 
 
@@ -137,6 +144,32 @@ def test_a_prompt_over_the_context_is_a_bad_request_with_the_servers_reason(serv
         agent.chat("hello " * 3000)
     assert error.value.status_code == 400
     assert agent.history == []
+    # n_ctx 4096 over 4 slots: each request gets 1 024 tokens, the number llama.cpp's body gives (n_ctx).
+    assert isinstance(error.value, ContextWindowExceededError) and error.value.context_window == SLOT_CONTEXT
+    assert f"CONTEXT_WINDOW={SLOT_CONTEXT}" in str(error.value)
+
+
+def test_agg_under_a_context_window_larger_than_the_servers_names_the_servers_number(server: LlamaCppServer) -> None:
+    """CONTEXT_WINDOW=8192 on a server whose slots hold 1 024 tokens: agg's one request is refused, and the advice is
+    CONTEXT_WINDOW=1024, not asking the same chunks again; under 1 024 the same rows are reduced."""
+    import pandas as pd
+
+    import aiforge.dataframes  # noqa: F401 - registers df.aiforge
+    from aiforge.semantic.aggregate import AggregationError
+
+    rows = pd.DataFrame({"review": [f"review {i}: the kettle boils fast but the lid is loose" for i in range(80)]})
+    with pytest.raises(AggregationError) as failure:
+        rows.aiforge.agg("Summarize the {review}s.", agent=llamacpp(server, MAX_TOKENS=8, CONTEXT_WINDOW=8192))
+    message = str(failure.value)
+    assert "CONTEXT_WINDOW=8192" in message and f"Set CONTEXT_WINDOW={SLOT_CONTEXT}" in message
+    assert "run the same call again" not in message
+    refused = failure.value.failed[0].error
+    assert isinstance(refused, ContextWindowExceededError) and refused.context_window == SLOT_CONTEXT
+
+    fitting = llamacpp(server, MAX_TOKENS=8, CONTEXT_WINDOW=SLOT_CONTEXT)
+    answer = rows.aiforge.agg("Summarize the {review}s.", agent=fitting)
+    report = answer.attrs["aiforge"]
+    assert isinstance(answer, str) and report.requests > 1 and report.largest_request <= SLOT_CONTEXT
 
 
 async def test_stream_chunks_join_to_the_reply_the_same_request_gets_unstreamed(

@@ -313,3 +313,37 @@ def test_the_smallest_window_a_config_error_names_is_enough(srv: LLMServer) -> N
     answer = reviews(40).aiforge.agg(PROMPT, **{**settings(srv), "CONTEXT_WINDOW": smallest})
     assert count_of(answer) == 40
     assert_every_request_under_the_window(srv, smallest)
+
+
+SERVER_CONTEXT = 400
+"""The context of the server below: smaller than CONTEXT_WINDOW, as a llama.cpp server started with a small one."""
+
+
+def small_server(request: RecordedRequest) -> Reply | Fault:
+    """Answers as ``answer`` while a request's prompt fits ``SERVER_CONTEXT``; refuses it as llama.cpp does beyond."""
+    tokens = estimate_input_tokens(request.body)
+    if tokens > SERVER_CONTEXT:
+        return Fault(
+            status=400,
+            message=f"request ({tokens} tokens) exceeds the available context size ({SERVER_CONTEXT} tokens), "
+            "try increasing it",
+            error_type="exceed_context_size_error",
+        )
+    return answer(request)
+
+
+def test_a_context_window_larger_than_the_servers_is_named_with_the_servers_number(srv: LLMServer) -> None:
+    srv.default = small_server
+    frame = reviews(60)
+    with pytest.raises(AggregationError) as failure:
+        frame.aiforge.agg(PROMPT, concurrency=2, **settings(srv))  # CONTEXT_WINDOW=700 > the server's 400
+    message = str(failure.value)
+    assert f"CONTEXT_WINDOW={WINDOW}" in message and f"Set CONTEXT_WINDOW={SERVER_CONTEXT}" in message
+    assert "run the same call again" not in message and "\n" not in message
+    sent = srv.request_count
+    assert sent == failure.value.report.levels[0].chunks  # each chunk refused once
+
+    # The advice works: under the server's number every request fits, and the rows are counted.
+    answer_ = frame.aiforge.agg(PROMPT, concurrency=2, **{**settings(srv), "CONTEXT_WINDOW": SERVER_CONTEXT})
+    assert count_of(answer_) == 60
+    assert all(estimate_input_tokens(r.body) <= SERVER_CONTEXT for r in srv.requests[sent:])

@@ -22,6 +22,7 @@ from aiforge.core.types import (
     BadRequestError,
     CallParams,
     Completion,
+    ContextWindowExceededError,
     Embeddings,
     LabelScores,
     Message,
@@ -176,6 +177,12 @@ class LocalProvider(Provider):
             message += (
                 f"; raise LOCAL_CONTEXT_SIZE (now {self.engine.context_size}, env AIFORGE_LOCAL_CONTEXT_SIZE "
                 "or aiforge.yaml) or keep less history"
+            )
+            window, tokens = error.get("n_ctx"), error.get("n_prompt_tokens")
+            return ContextWindowExceededError(
+                f"the embedded model failed: {message}", provider="local", status_code=status, body=error,
+                context_window=window if isinstance(window, int) else self.engine.context_size,
+                prompt_tokens=tokens if isinstance(tokens, int) else None,
             )
         cls = BadRequestError if status in (400, 422) else ProviderError
         return cls(f"the embedded model failed: {message}", provider="local", status_code=status, body=error)
