@@ -200,19 +200,19 @@ def _check_batches(
     from aiforge.core.templates import batch_prompts
 
     checked = BatchOptions.of(concurrency=concurrency, max_batch=max(len(rows), 1), output=spec, **options)
-    for candidate in candidates:
+    for prompt, template in {c.prompt: c.template for c in candidates}.items():
         try:
-            batch_prompts(rows, candidate.template)
+            batch_prompts(rows, template)
         except UsageError as exc:
-            raise UsageError(f"evaluate: prompts[{candidate.prompt!r}]: {exc}") from None
-        runner = candidate.runner
+            raise UsageError(f"evaluate: prompts[{prompt!r}]: {exc}") from None
+    for name, runner in {c.agent: c.runner for c in candidates}.items():
         try:
             checked_item_type(runner)
             check_packable(runner, checked.pack)
-            check_calibration(checked, scored_labels(runner.provider, runner.settings, checked.output,
-                                                     tools=bool(runner.tools)))
+            scored = scored_labels(runner.provider, runner.settings, checked.output, tools=bool(runner.tools))
+            check_calibration(checked, scored)
         except UsageError as exc:
-            raise UsageError(f"evaluate: agents[{candidate.agent!r}]: {exc}") from None
+            raise UsageError(f"evaluate: agents[{name!r}]: {exc}") from None
 
 
 def _named(what: str, value: Any, example: str) -> dict[str, Any]:
