@@ -42,6 +42,8 @@ class LLMServer:
       rpm / tpm:   enforce requests / tokens per ``rate_window`` seconds per API key (token buckets that
                    start full and refill continuously): over the limit is a 429 with Retry-After (and
                    retry-after-ms); None = no limit. ``rate_limited`` counts those 429s.
+      burst:       the requests a key's bucket holds (it starts with them and refills up to them at ``rpm`` per
+                   window), as a server that smooths its limit allows only a few requests at once; None = ``rpm``
       rate_window: the limits' "minute" in seconds (tests shrink it)
       rate_headers: send the protocol's rate-limit headers (limit/remaining/reset) on every answer
                    while a limit is set
@@ -62,6 +64,7 @@ class LLMServer:
         record: bool = True,
         rpm: int | None = None,
         tpm: int | None = None,
+        burst: int | None = None,
         rate_window: float = 60.0,
         rate_headers: bool = True,
         embedder: Callable[[str], Any] | None = None,
@@ -77,6 +80,7 @@ class LLMServer:
         self.record = record
         self.rpm = rpm
         self.tpm = tpm
+        self.burst = burst
         self.rate_window = rate_window
         self.rate_headers = rate_headers
         self.embedder = embedder
@@ -258,6 +262,11 @@ def _limits_of(llm: LLMServer) -> list:
     return [(kind, limit) for kind, limit in (("requests", llm.rpm), ("tokens", llm.tpm)) if limit]
 
 
+def _capacity(llm: LLMServer, kind: str, limit: int) -> float:
+    """What a bucket holds: ``burst`` requests when set, else a window's limit."""
+    return float(llm.burst) if kind == "requests" and llm.burst else float(limit)
+
+
 def _rate_limit(llm: LLMServer, req: RecordedRequest) -> tuple | None:
     """Take this request from its key's buckets; (message, headers) of a 429 when one is short."""
     limits = _limits_of(llm)
@@ -269,8 +278,9 @@ def _rate_limit(llm: LLMServer, req: RecordedRequest) -> tuple | None:
     with llm._lock:
         levels = {}
         for kind, limit in limits:
-            bucket = llm._buckets.setdefault((key, kind), [float(limit), now])
-            bucket[0] = min(float(limit), bucket[0] + (now - bucket[1]) * limit / llm.rate_window)
+            capacity = _capacity(llm, kind, limit)
+            bucket = llm._buckets.setdefault((key, kind), [capacity, now])
+            bucket[0] = min(capacity, bucket[0] + (now - bucket[1]) * limit / llm.rate_window)
             bucket[1] = now
             levels[kind] = bucket
         short = [(kind, limit) for kind, limit in limits if levels[kind][0] < costs[kind]]
@@ -293,10 +303,11 @@ def _rate_headers(llm: LLMServer, req: RecordedRequest) -> dict:
     now = time.monotonic()
     headers = {}
     for kind, limit in _limits_of(llm):
+        capacity = _capacity(llm, kind, limit)
         with llm._lock:
-            level, stamp = llm._buckets.get((key, kind), (float(limit), now))
-        level = min(float(limit), level + (now - stamp) * limit / llm.rate_window)
-        reset = (limit - level) * llm.rate_window / limit
+            level, stamp = llm._buckets.get((key, kind), (capacity, now))
+        level = min(capacity, level + (now - stamp) * limit / llm.rate_window)
+        reset = (capacity - level) * llm.rate_window / limit
         remaining = max(0, int(level))
         if req.protocol == "anthropic":
             at = datetime.fromtimestamp(time.time() + reset, UTC).isoformat(timespec="milliseconds")

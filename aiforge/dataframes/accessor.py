@@ -319,8 +319,8 @@ class DataFrameOperations(_Operations):
     def evaluate(
         self,
         prompts: Mapping[str, str],
-        agents: Mapping[str, Any],
-        truth: str,
+        agents: Mapping[str, Any] | None = None,
+        truth: str | None = None,
         labels: Sequence[str] | None = None,
         output: Any = None,
         metric: Callable[[Any, Any], bool | float] | None = None,
@@ -331,7 +331,9 @@ class DataFrameOperations(_Operations):
         """Every prompt x agent run over the rows with a ``truth`` and scored: an ``EvalResult`` (``.rows``,
         ``.summary``, ``.plot()``, ``.agreement(human=...)``); see ``aiforge.evaluation.grid.evaluate``.
 
-        ``checkpoint=`` is a folder (a file per candidate): a second run asks only new candidates' rows.
+        ``checkpoint=`` is a folder (a file per candidate): a second run asks only new candidates' rows. Without
+        ``agents``, the grid runs on the agent the settings make (``provider=``, ``MODEL=``), as ``map``'s does;
+        every candidate is checked before the first request.
         """
         from aiforge.evaluation.grid import evaluate
 

@@ -7,11 +7,17 @@ neither for text. The batch options (``cache=``, ``max_cost=``, ``plan=``/``dead
 to its own file there, named by the candidate and its batch's fingerprint, so running the grid again with one
 more candidate (or one prompt edited) asks only the new candidate's rows; the others are read back.
 
-Rows whose truth is missing are left out before anything is asked (``EvalResult.unlabelled`` counts them).
+Without ``agents=`` the grid runs on the agent the settings make, as every other operation builds it
+(``provider=``, ``MODEL=``...: a ``ChatAgent(memory="none", **settings)``); settings beside ``agents=`` are refused.
+Rows whose truth is missing are left out before anything is asked (``EvalResult.unlabelled`` counts them). Every
+candidate's batch is checked (its template against the columns, the options, its agent's labels and packing)
+before the first candidate sends a request: a bad last candidate costs nothing.
 """
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -19,8 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from aiforge.batch.cascade_spec import Cascade
 from aiforge.batch.identity import check_budget_enforceable
+from aiforge.batch.options import OPERATION_OPTIONS, batch_options
+from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.labels import checked_labels
+from aiforge.core.settings import setting_name
 from aiforge.core.templates import RowTemplate, no_such_column
 from aiforge.core.types import UsageError
 from aiforge.evaluation.result import EvalResult, Kind
@@ -54,8 +64,8 @@ class Candidate:
 def evaluate(
     data: pd.DataFrame,
     prompts: Mapping[str, str],
-    agents: Mapping[str, Any],
-    truth: str,
+    agents: Mapping[str, Any] | None = None,
+    truth: str | None = None,
     *,
     labels: Sequence[str] | None = None,
     output: Any = None,
@@ -70,23 +80,32 @@ def evaluate(
     else ``metric(prediction, truth)`` (True/False or a score in [0, 1]); the default metric compares the text
     reply and the truth as strings after ``strip()`` and ``casefold()``, or an ``output=`` value with ``==``. A
     failed row counts as wrong. ``agents`` values are ``ChatAgent``s or settings dicts
-    (``{"provider": "openai", "MODEL": "gpt-4o-mini"}``: a ``ChatAgent(memory="none", **settings)``)::
+    (``{"provider": "openai", "MODEL": "gpt-4o-mini"}``: a ``ChatAgent(memory="none", **settings)``); without
+    ``agents``, the one agent the keyword settings make (``provider=``, ``MODEL=``), named by its model. The other
+    keywords are the batch options (``cache=``, ``max_cost=``, ``plan=``, ``pack=``...), which go to every
+    candidate's batch. Every candidate is checked before the first request::
 
         result = evaluate(df, prompts={"terse": "Sentiment: {review}", "polite": "Please classify: {review}"},
                           agents={"mini": mini, "4o": big}, truth="label", labels=["pos", "neg"],
                           checkpoint="eval_runs")
         result.summary
+        evaluate(df, prompts={"terse": "Sentiment: {review}"}, truth="label", provider="openai", MODEL="gpt-4o")
     """
     if "estimate" in options:
         raise UsageError("evaluate runs the grid; to price one candidate first: agent.estimate_batch(df, prompt=...)")
+    settings = dict(options)
+    options = batch_options(settings)
     kind = _kind(labels, output)
     label_set = checked_labels(labels, "evaluate") if labels is not None else None
     _check_frame(data, truth)
+    assert truth is not None  # _check_frame refused anything but a column name
+    agents = _grid_agents(agents, settings, options.get("cascade"))
     candidates = _candidates(prompts, agents, truth, data.columns)
     labelled = data[data[truth].notna()]
     if label_set is not None:
         _check_truth_in_labels(labelled[truth], label_set, truth)
     spec = Literal[label_set] if label_set is not None else output
+    _check_batches(candidates, labelled, spec, concurrency, options)
     folder = _checkpoint_folder(checkpoint)
     for candidate in candidates:  # every one before any request: a later candidate's refusal would waste the others'
         check_budget_enforceable(candidate.runner, options.get("max_cost"))
@@ -142,6 +161,61 @@ def _candidates(prompts: Any, agents: Any, truth: str, columns: Any) -> list[Can
             )
         row_template.check(columns)
     return [Candidate(p, a, templates[p], runners[a]) for p in templates for a in runners]
+
+
+def _grid_agents(agents: Any, settings: dict[str, Any], cascade: Any) -> Any:
+    """``agents``, or one agent built from ``settings`` when it is None (named by its model); settings beside
+    ``agents`` would be ignored silently, so they are a UsageError, as beside another operation's ``agent=``."""
+    from aiforge.chat.agent import ChatAgent
+
+    if agents is None:
+        strong = cascade.then if isinstance(cascade, Cascade) else None
+        # A cascade's strong agent runs the batch when there are no settings: none is built only to be passed over.
+        agent = strong if isinstance(strong, ChatAgent) and not settings else operation_agent(None, settings)
+        return {agent.model: agent}
+    if settings:
+        parameters = inspect.signature(ChatAgent.__init__).parameters
+        unknown = [name for name in settings if setting_name(name) is None and name not in parameters]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], (*OPERATION_OPTIONS, "concurrency", "checkpoint"), n=1)
+            hint = f"; did you mean {close[0]}=?" if close else ""
+            raise UsageError(
+                f"evaluate got an unknown option {unknown[0]}={hint} (its batch options are "
+                f"{', '.join(OPERATION_OPTIONS)}; settings go on the agents)"
+            )
+        raise UsageError(
+            f"evaluate: settings ({', '.join(settings)}) configure the agent built when agents= is not given; "
+            "with agents=, set them on each agent (a ChatAgent's settings, or its dict in agents=)"
+        )
+    return agents
+
+
+def _check_batches(
+    candidates: list[Candidate], rows: pd.DataFrame, spec: Any, concurrency: int, options: dict[str, Any]
+) -> None:
+    """What each candidate's batch would refuse before its first request, checked for all of them before the first
+    candidate runs: the options, each template against the rows (a field naming no column, or no field at all), and
+    each agent's tools and labels against ``pack=``, ``calibrate=`` and ``LABELS_BY``."""
+    from aiforge.batch.label_scoring import check_calibration, scored_labels
+    from aiforge.batch.options import BatchOptions
+    from aiforge.batch.orchestrator import checked_item_type
+    from aiforge.batch.packing import check_packable
+    from aiforge.core.templates import batch_prompts
+
+    checked = BatchOptions.of(concurrency=concurrency, max_batch=max(len(rows), 1), output=spec, **options)
+    for prompt, template in {c.prompt: c.template for c in candidates}.items():
+        try:
+            batch_prompts(rows, template)
+        except UsageError as exc:
+            raise UsageError(f"evaluate: prompts[{prompt!r}]: {exc}") from None
+    for name, runner in {c.agent: c.runner for c in candidates}.items():
+        try:
+            checked_item_type(runner)
+            check_packable(runner, checked.pack)
+            scored = scored_labels(runner.provider, runner.settings, checked.output, tools=bool(runner.tools))
+            check_calibration(checked, scored)
+        except UsageError as exc:
+            raise UsageError(f"evaluate: agents[{name!r}]: {exc}") from None
 
 
 def _named(what: str, value: Any, example: str) -> dict[str, Any]:

@@ -7,8 +7,9 @@ caller's own loop, so no asyncio object crosses loops).
 
 Each limit is a token bucket with reservations (GCRA): a request takes its cost at once and sleeps
 until the balance it left would have been refilled, so concurrent tasks queue in arrival order
-without polling. A bucket holds ``BURST`` x one window's worth (the server's bucket starts full)
-and refills at ``SAFETY`` x the limit, which leaves room for requests bunched by jitter.
+without polling. A bucket holds ``BURST`` x one window's worth (the server's bucket starts full), requests at
+most ``BURST_SECONDS``' worth (a server may smooth its limit over the window: 600 a minute as 10 a second), and
+refills at ``SAFETY`` x the limit, which leaves room for requests bunched by jitter.
 
 What sets the pace, most specific first:
 - ``RPM`` / ``TPM`` settings: a ceiling (agents sharing a pacer keep the lowest).
@@ -44,6 +45,10 @@ SAFETY = 0.95
 """The share of a known limit actually used: requests leaving together may arrive closer together."""
 BURST = 0.9
 """The share of a window's limit that may go at once: the rest absorbs arrivals bunched by jitter."""
+BURST_SECONDS = 1.0
+"""No more requests at once than this many seconds' worth at the pace: a server that smooths its limit (600 a
+minute as 10 a second, with a burst of 10) refuses the rest of a burst of a window's worth, however much of the
+window is left. Tokens are not capped so: one request's estimate may well be more than a second's worth."""
 BACKOFF = 0.8
 RECOVERY = 1.05
 
@@ -56,9 +61,11 @@ _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 class _Bucket:
     """One limit: units per window, a balance and its refill rate (None: not paced)."""
 
-    __slots__ = ("configured", "learned", "rate", "level", "stamp", "answered")
+    __slots__ = ("configured", "learned", "rate", "level", "stamp", "answered", "burst_seconds")
 
-    def __init__(self) -> None:
+    def __init__(self, burst_seconds: float | None = None) -> None:
+        self.burst_seconds = burst_seconds
+        """The most seconds' worth at the pace that may go at once (``BURST_SECONDS``); None: a window's."""
         self.configured: float | None = None
         self.learned: float | None = None
         self.rate: float | None = None  # units per second
@@ -81,9 +88,14 @@ class _Bucket:
         # new connection, the SDK's first call: 150 ms measured), and the burst sent meanwhile on a
         # refilled balance arrived bunched with them, past the server's bucket (429s).
         if self.rate is not None and self.answered:
-            capacity = (self.ceiling or self.rate * WINDOW) * BURST
-            self.level = min(capacity, self.level + (now - self.stamp) * self.rate)
+            self.level = min(self.capacity(), self.level + (now - self.stamp) * self.rate)
         self.stamp = now
+
+    def capacity(self) -> float:
+        """What may go at once: ``BURST`` x a window's limit, and at most ``burst_seconds``' worth at the pace."""
+        assert self.rate is not None
+        window = (self.ceiling or self.rate * WINDOW) * BURST
+        return window if self.burst_seconds is None else min(window, max(1.0, self.rate * self.burst_seconds))
 
     def take(self, cost: float, now: float) -> float:
         """Reserve ``cost``; the seconds to wait before using it."""
@@ -98,12 +110,13 @@ class _Bucket:
         self.level += difference
 
     def limit_changed(self, now: float) -> None:
-        """Start pacing at the ceiling (full bucket, as the server's), or lower a rate above it."""
+        """Start pacing at the ceiling (a full bucket: a burst of its capacity), or lower a rate above it."""
         top = self.top_rate()
         if top is None:
             return
         if self.rate is None:
-            self.rate, self.level, self.stamp = top, (self.ceiling or 0.0) * BURST, now
+            self.rate, self.stamp = top, now
+            self.level = self.capacity()
         elif self.rate > top:
             self._refill(now)
             self.rate = top
@@ -145,7 +158,7 @@ class Pacer:
         self._clock = clock
         self._sleep = sleep
         self._lock = threading.Lock()
-        self.requests = _Bucket()
+        self.requests = _Bucket(BURST_SECONDS)
         self.tokens = _Bucket()
         self.active = False
         """False until a limit is known: ``acquire`` is then a no-op (the plain path's cost)."""

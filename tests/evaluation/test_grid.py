@@ -158,6 +158,47 @@ def test_settings_dicts_build_agents_and_batch_options_reach_each_batch(srv: LLM
     assert result.summary.loc["p/mini", "n"] == 6
 
 
+def test_without_agents_the_grid_runs_on_the_agent_the_settings_make(srv: LLMServer) -> None:
+    strong_and_weak(srv)
+    result = ROWS.head(6).aiforge.evaluate(
+        prompts={"p": "Sentiment of: {review}"}, truth="label", labels=LABELS, provider="openai",
+        OPENAI_API_KEY="sk-test-key", OPENAI_BASE_URL=srv.openai_base_url, MODEL="gpt-4o", MAX_RETRIES=0, cache=False,
+    )
+    assert list(result.summary.index) == ["p/gpt-4o"] and result.summary.loc["p/gpt-4o", "accuracy"] == 1.0
+    assert len(srv.requests) == 6 and {r.model for r in srv.requests} == {"gpt-4o"}
+
+
+def test_every_candidate_is_checked_before_the_first_request(srv: LLMServer) -> None:
+    strong_and_weak(srv)
+    agents = {"4o": openai_agent(srv, "gpt-4o"), "mini": openai_agent(srv, "gpt-4o-mini")}
+    # The second prompt names no column: every row would get the same prompt.
+    prompts = {"plain": "Sentiment of: {review}", "blind": "What is the sentiment of this review?"}
+    with pytest.raises(UsageError, match=r"prompts\['blind'\]: The prompt template .* names no column"):
+        ROWS.aiforge.evaluate(prompts=prompts, agents=agents, truth="label", labels=LABELS)
+    assert len(srv.requests) == 0
+    # The second agent has a tool, which a packed request cannot call for one row.
+    tooled = ChatAgent(provider=ScriptedProvider(default=json.dumps("neg")), tools=[lambda_tool])
+    with pytest.raises(UsageError, match=r"agents\['tooled'\]: pack=2 cannot be used with tools"):
+        ROWS.aiforge.evaluate(prompts={"plain": "Sentiment of: {review}"}, agents={**agents, "tooled": tooled},
+                              truth="label", labels=LABELS, pack=2)
+    assert len(srv.requests) == 0 and calls(tooled) == 0
+
+
+def lambda_tool(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+def test_settings_beside_agents_are_refused_and_an_unknown_option_is_named() -> None:
+    agent = constant()
+    grid = {"prompts": {"p": "{review}"}, "agents": {"m": agent}, "truth": "label", "labels": LABELS}
+    with pytest.raises(UsageError, match=r"settings \(MODEL\) configure the agent built when agents= is not given"):
+        ROWS.aiforge.evaluate(**grid, MODEL="gpt-4o")
+    with pytest.raises(UsageError, match="unknown option max_cots=; did you mean max_cost=?"):
+        ROWS.aiforge.evaluate(**grid, max_cots=1.0)
+    assert calls(agent) == 0
+
+
 def test_text_answers_are_compared_after_strip_and_casefold_and_a_metric_replaces_that() -> None:
     frame = pd.DataFrame({"q": ["capital of France?", "capital of Italy?"], "a": ["Paris", "Rome"]})
     agent = ChatAgent(provider=ScriptedProvider(["  paris\n", "Rome, of course"]))
@@ -289,7 +330,9 @@ def test_a_metric_that_raises_is_named_and_the_result_can_be_rescored() -> None:
         ({"prompts": {"leak": "{review} ({label})"}}, "names the truth column {label}"),
         ({"prompts": {"p": "{reveiw}"}}, "no column 'reveiw' in the frame; did you mean 'review'?"),
         ({"estimate": True}, "to price one candidate first: agent.estimate_batch"),
-        ({"MODEL": "gpt-4o"}, "settings such as MODEL go on the agent"),
+        ({"MODEL": "gpt-4o"}, "settings (MODEL) configure the agent built when agents= is not given"),
+        ({"prompts": {"p": "{review}", "q": "Sentiment?"}}, "prompts['q']: The prompt template 'Sentiment?' names no"),
+        ({"calibrate": True}, "agents['m']: calibrate=True calibrates scored labels"),
     ],
 )
 def test_bad_arguments_are_usage_errors_naming_the_problem_before_any_call(arguments: dict[str, Any],

@@ -241,6 +241,17 @@ def test_rate_limit_with_retry_after(srv):
     assert aerr.value.type == "rate_limit_error" and aerr.value.request_id.startswith("req_")
 
 
+def test_a_burst_caps_what_a_key_may_send_at_once_below_its_rate(srv):
+    srv.rpm, srv.burst, srv.rate_window = 60, 3, 600.0  # refills 0.1 a second: nothing comes back during the test
+    client = oai(srv)
+    answers = [client.chat.completions.with_raw_response.create(model="m", messages=USER) for _ in range(3)]
+    assert [a.headers["x-ratelimit-remaining-requests"] for a in answers] == ["2", "1", "0"]
+    assert answers[0].headers["x-ratelimit-limit-requests"] == "60"  # the limit is the rate; the burst is not stated
+    with pytest.raises(openai.RateLimitError):
+        client.chat.completions.create(model="m", messages=USER)
+    assert srv.rate_limited == 1
+
+
 def test_sdk_retries_after_500(srv):
     srv.enqueue(Fault(status=500), Reply(text="ok"))
     client = openai.OpenAI(base_url=srv.openai_base_url, api_key="sk-test", max_retries=1)

@@ -279,3 +279,72 @@ async def test_the_balance_refills_only_from_the_first_answer() -> None:
     pacer.observe(200, {})  # the first answer
     now[0] += WINDOW
     assert pacer.requests.take(1.0, now[0]) == 0  # a window after it, the balance has refilled
+
+
+SERVER_RPM = 600
+"""The server of the burst tests: 600 a minute with a burst of 10 (a limit smoothed to 10 a second)."""
+SERVER_BURST = 10
+
+
+@pytest.fixture
+def smoothed_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
+    """A server allowing 600 requests a minute but only 10 at once, on a real minute (the burst is in seconds)."""
+    monkeypatch.setattr(pacing, "WINDOW", 60.0)
+    with LLMServer(rpm=SERVER_RPM, burst=SERVER_BURST, rate_window=60.0, record=False) as srv:
+        for key in [k for k in pacing._pacers if _netloc(k[1]) == _netloc(srv.base_url)]:
+            del pacing._pacers[key]
+        yield srv
+
+
+@pytest.mark.slow
+def test_rpm_set_to_the_limit_of_a_server_with_a_small_burst_meets_at_most_2_percent_429s(
+    smoothed_server: LLMServer,
+) -> None:
+    result = agent(OPENAI, smoothed_server, RPM=SERVER_RPM).run_batch(items(150), concurrency=20, max_batch=150)
+
+    assert not result.failed and len(result.results) == 150
+    assert smoothed_server.request_count == 150 + smoothed_server.rate_limited
+    # Before: the first 20 went at once (a window's worth was allowed) and half of them met a 429.
+    assert smoothed_server.rate_limited <= MAX_429_SHARE * smoothed_server.request_count
+
+
+@pytest.mark.slow
+def test_a_limit_learned_from_headers_on_a_server_with_a_small_burst_meets_at_most_5_percent_429s(
+    smoothed_server: LLMServer,
+) -> None:
+    # Unpaced until the first answer states the limit: 10 of the first 20 meet a 429 whatever the client does,
+    # so the share is counted over a batch long enough for it to be under 5 % (10 of 310).
+    result = agent(OPENAI, smoothed_server).run_batch(items(300), concurrency=20, max_batch=300)
+
+    assert not result.failed and len(result.results) == 300
+    assert smoothed_server.rate_limited <= 0.05 * smoothed_server.request_count
+
+
+async def test_a_known_limit_sends_no_more_than_a_seconds_worth_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pacing, "WINDOW", 60.0)
+    fake = FakeTime()
+    pacer = fake.pacer()
+    pacer.configure(rpm=600, tpm=None)  # paced at 0.95 x 10 a second: 9.5 a second's worth
+    for _ in range(20):
+        await pacer.acquire([], None)
+
+    # BURST_SECONDS (1) x 9.5: 9 at once, then one every 1 / 9.5 s; not the 20 a window's burst (540) let go.
+    assert len(fake.waits) == 20 - 9
+
+
+async def test_a_limit_learned_with_requests_in_flight_starts_a_seconds_worth_behind_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pacing, "WINDOW", 60.0)
+    fake = FakeTime()
+    pacer = fake.pacer()
+    for _ in range(20):  # unpaced: no limit known yet
+        await pacer.acquire([], None)
+    # The first answer states the limit; its remaining count was read before the 19 others in flight arrived.
+    pacer.observe(200, {"x-ratelimit-limit-requests": "600", "x-ratelimit-remaining-requests": "9"})
+    await pacer.acquire([], None)
+
+    rate = 600 * pacing.SAFETY / 60.0
+    # The balance starts at a second's worth (9.5) less the 19 in flight, not at the remaining count (9): before
+    # the 429s of the others came back, nine more would have gone at once.
+    assert fake.waits == [pytest.approx((19 + 1 - rate * 1.0) / rate)]
