@@ -124,3 +124,11 @@ def test_run_batch_does_not_warn_its_caller_reads_failed_on_the_result() -> None
 def test_no_warning_when_no_row_failed() -> None:
     result = pd.DataFrame({"text": ["short one", "short two"]}).aiforge.map("{text}", agent=agent_of())
     assert result["response"].notna().all()
+
+
+def test_a_join_whose_questions_failed_warns_with_the_same_class() -> None:
+    tickets = pd.DataFrame({"text": ["LONG: my kettle leaks", "LONG complaint about the lamp"]})
+    products = pd.DataFrame({"name": ["kettle", "lamp"]})
+    with pytest.warns(FailedRowsWarning, match=r"^join: 2 question\(s\) got no answer") as record:
+        joined = tickets.aiforge.join(products, "Is {left.text} about {right.name}?", agent=agent_of())
+    assert len(record) == 1 and joined.empty and joined.attrs["aiforge"].failed
