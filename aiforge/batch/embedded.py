@@ -12,6 +12,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.failed_rows import FailedRowsWarning
 
 if TYPE_CHECKING:
     from aiforge.providers.base import Provider
@@ -58,8 +59,9 @@ def stay_quiet() -> None:
 def _one_line(
     message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
 ) -> str:
-    """``EmbeddedModelWarning`` shown as one line (no file path, no echoed source line); others as Python shows them."""
-    if issubclass(category, EmbeddedModelWarning):
+    """``EmbeddedModelWarning`` and ``FailedRowsWarning`` shown as one line (no file path, no echoed source line);
+    others as Python shows them."""
+    if issubclass(category, EmbeddedModelWarning | FailedRowsWarning):
         return f"{category.__name__}: {message}\n"
     return _python_format(message, category, filename, lineno, line)
 

@@ -4,7 +4,8 @@ semantic operators agg, embed, dedup, cluster, join and topk; and evaluate.
 Every operation is one ``run_batch`` (same progress bar, concurrency, failures kept per row), and
 returns pandas data aligned on the input's index, so ``df.join(df.aiforge.map(...))`` lines up, also
 on a filtered frame. The ``BatchResult`` (costs, tokens, ``failed``, ``saved``) is in the result's
-``.attrs["aiforge"]``; a failed row is null in the new columns (its error is in that batch). Rows whose
+``.attrs["aiforge"]``; a failed row is null in the new columns (its error is in that batch), and the call says how
+many failed in one ``FailedRowsWarning`` (``core.failed_rows``). Rows whose
 prompt is the same are asked once (``run_batch``'s dedup).
 
 Prompts are row templates (``core.templates``): ``"Classify: {review}"`` names a DataFrame's columns;
@@ -126,9 +127,7 @@ class _Operations:
         run = rank_rows(
             self._data, prompt, k, method=method, agent=agent, window=window, concurrency=concurrency, **settings
         )
-        ranked = ranked_frame(self._data, run.positions)
-        ranked.attrs[ATTRS_KEY] = run
-        return ranked
+        return _attach(ranked_frame(self._data, run.positions), run)
 
     def agg(
         self,
@@ -218,8 +217,7 @@ class _Operations:
         check_unique_index(values.index)
         agent, options = _semantic_agent(agent, settings)
         ids, report = duplicate_ids(values, agent, DedupRequest(band, template, concurrency, options))
-        ids.attrs[ATTRS_KEY] = report
-        return ids
+        return _attach(ids, report)
 
     def _cluster(
         self, values: pd.Series, n_clusters: int, seed: int, agent: ChatAgent | None, settings: dict[str, Any]
@@ -228,8 +226,7 @@ class _Operations:
 
         agent, options = _semantic_agent(agent, settings)
         ids, report = cluster_ids(values, agent, n_clusters, seed=seed, cache=options.get("cache"))
-        ids.attrs[ATTRS_KEY] = report
-        return ids
+        return _attach(ids, report)
 
 
 @pd.api.extensions.register_dataframe_accessor(ATTRS_KEY)
@@ -582,8 +579,24 @@ def _columns(batch: BatchResult) -> pd.DataFrame:
 _Data = TypeVar("_Data", bound="pd.DataFrame | pd.Series[Any]")
 
 
-def _attach(data: _Data, batch: BatchResult) -> _Data:
-    data.attrs[ATTRS_KEY] = batch
+def _attach(data: _Data, report: Any) -> _Data:
+    """``data`` with ``report`` in its ``.attrs["aiforge"]``: where every operation's result is put together.
+
+    A result with failed rows says so here, once per call (``FailedRowsWarning``): a failed row is never a silent
+    null. A ``BatchResult``'s failures are rows; a ``DedupReport``'s, the confirmation's pairs, which count as not
+    duplicates. (``topk``, ``agg`` and ``embed`` raise rather than return with a failure; ``join`` warns of its own.)
+    """
+    from aiforge.core.failed_rows import warn_failed_rows
+    from aiforge.semantic.near_duplicates import DedupReport
+
+    data.attrs[ATTRS_KEY] = report
+    if isinstance(report, BatchResult):
+        warn_failed_rows(report.failed, len(report))
+    elif isinstance(report, DedupReport) and report.confirmation is not None:
+        warn_failed_rows(
+            report.confirmation.failed, len(report.confirmation), what="pairs asked",
+            where="result.attrs['aiforge'].confirmation.failed (each counts as not a duplicate)",
+        )
     return data
 
 

@@ -43,7 +43,7 @@ from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.progress import progress_bar, progress_enabled
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
-from aiforge.dataframes.accessor import ATTRS_KEY, LABEL_COLUMN
+from aiforge.dataframes.accessor import ATTRS_KEY, LABEL_COLUMN, _attach
 from aiforge.dataframes.partition import (
     KEEP_COLUMN,
     PartitionSpec,
@@ -160,8 +160,7 @@ class DaskOperations:
         options = batch_options(settings)
         request = DedupRequest(band, confirm_template(prompt), concurrency, options)
         ids, report = dask_duplicate_ids(self._data[column], settings, request)
-        ids.attrs[ATTRS_KEY] = report
-        return ids
+        return _attach(ids, report)
 
     def embed(self, column: str, concurrency: int = 4, **settings: Any) -> dd.Series:
         """A lazy Series ``<column>_embedding`` of float32 vectors (None for a missing value), per partition.

@@ -10,7 +10,8 @@ settle with a topic split and two merged (1 in 100 on the planted topics of test
 Distances are computed ``BLOCK_ROWS`` rows at a time: memory stays at ``BLOCK_ROWS x n_clusters`` whatever n is.
 
 ``cluster_ids`` clusters a text column's distinct texts (an exact duplicate adds no weight to its cluster) and
-gives each row its text's cluster; a missing value or a blank text has none (``<NA>``).
+gives each row its text's cluster; a missing value or a blank text has none (``<NA>``). No rows give an empty
+Series at once.
 
 Cluster numbers are renumbered in the order their first row appears (row 0 is in cluster 0), so they do not
 depend on how the centres happened to be drawn.
@@ -80,13 +81,16 @@ def cluster_ids(
     distinct = DistinctTexts.of(values.mask(blank))  # a blank text has no topic: <NA>, as a missing one
     if not _whole(n_clusters) or n_clusters < 1:
         raise UsageError(f"cluster: n_clusters is a whole number of clusters >= 1, got {n_clusters!r}.")
+    if not _whole(seed):
+        raise UsageError(f"cluster: seed is a whole number, got {seed!r}.")
+    if len(values) == 0:  # no rows: an empty result at once, as every operation on an empty frame gives
+        empty = pd.Series(pd.array([], dtype="Int64"), index=values.index, name=CLUSTER)
+        return empty, ClusterReport(0, 0, n_clusters, seed, [0] * n_clusters)
     if n_clusters > len(distinct.texts):
         raise UsageError(
             f"cluster: n_clusters={n_clusters} but the column has {len(distinct.texts)} distinct texts; "
             "ask for at most that many."
         )
-    if not _whole(seed):
-        raise UsageError(f"cluster: seed is a whole number, got {seed!r}.")
     vectors, embedding = embed_distinct(agent, distinct.texts, cache)
     of_text = kmeans(vectors, n_clusters, seed=seed)
     texted = distinct.of_row >= 0

@@ -32,6 +32,7 @@ from aiforge.batch.options import batch_options
 from aiforge.batch.results import BatchResult, BudgetExceededError, MissingValueError
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.failed_rows import FailedRowsWarning
 from aiforge.core.types import UsageError
 from aiforge.semantic.join_candidates import DEFAULT_K, checked_k, nearest
 from aiforge.semantic.join_frame import check_how, check_suffixes, joined_frame
@@ -322,6 +323,6 @@ def _warn_if_failed(report: JoinReport) -> None:
             "no match"] * bool(unanswered) + [f"{missing} row(s) with a missing value were not asked"] * bool(missing)
     if said:
         warnings.warn(
-            f"join: {'; '.join(said)}: see result.attrs['aiforge'].failed.", UserWarning,
+            f"join: {'; '.join(said)}: see result.attrs['aiforge'].failed.", FailedRowsWarning,
             stacklevel=_caller_stacklevel(),
         )

@@ -275,6 +275,8 @@ class _Asker:
 def _listwise(texts: Sequence[str], criterion: str, k: int, w: int, asker: _Asker) -> list[int]:
     """Windows of the candidates ranked concurrently, each keeping its top k, until one window ranks them all."""
     candidates = list(range(len(texts)))
+    if not candidates:  # no rows: no window to rank (``_windows`` of none is none, and the loop would never end)
+        return []
     while True:
         windows = _windows(candidates, w)
         asker.run.rounds += 1

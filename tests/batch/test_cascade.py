@@ -17,6 +17,7 @@ import pytest
 import aiforge
 from aiforge import Cascade, ChatAgent
 from aiforge.batch.cascade_report import CascadeReport
+from aiforge.core.failed_rows import FailedRowsWarning
 from aiforge.core.pricing import lookup_price
 from aiforge.core.types import Message, Usage, UsageError
 from aiforge.providers.scripted import ScriptedProvider, structured
@@ -130,7 +131,8 @@ def test_a_row_with_a_missing_value_fails_without_a_call_to_either_model(strong:
     df.loc["r7", "review"] = None
     scorer = ScriptedProvider(scores=cheap_scores)
     cascade = Cascade(first=ChatAgent(provider=scorer), then=ChatAgent(provider=strong))
-    labels = df.aiforge.classify("{review}", labels=LABELS, cascade=cascade)
+    with pytest.warns(FailedRowsWarning, match=r"^1 of 300 rows failed \(first: MissingValueError: missing value"):
+        labels = df.aiforge.classify("{review}", labels=LABELS, cascade=cascade)
     batch = labels.attrs["aiforge"]
     assert [f.index for f in batch.failed] == ["r7"] and pd.isna(labels["r7"])
     assert len(scorer.calls) == 299 and len(strong.calls) == batch.cascade.by_then
@@ -148,7 +150,8 @@ def test_a_row_the_strong_model_fails_on_is_failed_once_and_the_rest_still_calib
     strong = ScriptedProvider(default=flaky)
     df = reviews(300)
     cascade = Cascade(first=cheap_agent(), then=ChatAgent(provider=strong, MAX_RETRIES=0))
-    batch = df.aiforge.classify("{review}", labels=LABELS, cascade=cascade).attrs["aiforge"]
+    with pytest.warns(FailedRowsWarning, match=r"rows failed \(first: ProviderError: upstream 500"):
+        batch = df.aiforge.classify("{review}", labels=LABELS, cascade=cascade).attrs["aiforge"]
     asked = [call.last_user_message for call in strong.calls]
     failed = {f.input for f in batch.failed}
     assert failed and all(parts(text)[0] % 25 == 0 for text in failed) and len(asked) == len(set(asked))
@@ -363,10 +366,11 @@ def test_a_strong_model_that_fails_every_row_leaves_failed_rows_not_a_nan_error(
     # Every strong answer failed: the report's cost per strong row was nan, and saved= turned it into
     # "UsageError: Savings.dollars must be a number of USD >= 0, got nan" after the whole run.
     broken = ScriptedProvider(default="not a label at all")
-    batch = reviews(60).aiforge.classify(
-        "{review}", labels=LABELS,
-        cascade=Cascade(first=cheap_agent(), then=ChatAgent(provider=broken, output_retries=0), sample=58),
-    ).attrs["aiforge"]
+    with pytest.warns(FailedRowsWarning, match=r"of 60 rows failed \(first: OutputValidationError"):
+        batch = reviews(60).aiforge.classify(
+            "{review}", labels=LABELS,
+            cascade=Cascade(first=cheap_agent(), then=ChatAgent(provider=broken, output_retries=0), sample=58),
+        ).attrs["aiforge"]
     report = batch.cascade
     assert all("OutputValidationError" in type(f.error).__name__ for f in batch.failed)
     assert len(batch.failed) + report.by_first == 60 and not math.isnan(batch.saved.dollars)

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 import aiforge  # noqa: F401 - registers the accessor
 from aiforge import ChatAgent
+from aiforge.core.failed_rows import FailedRowsWarning
 from aiforge.core.types import UsageError
 from aiforge.modules.base import BatchResult
 from aiforge.providers.scripted import ScriptedProvider
@@ -64,7 +65,8 @@ def test_map_with_output_gives_typed_columns_and_failed_rows_are_null() -> None:
             return '{"name": "nobody"}'
         return json.dumps({"name": row.name, "age": int(row.age), "city": row.city})
 
-    result = PEOPLE.aiforge.map("Who is it? {sentence}", output=Person, agent=scripted(answer))
+    with pytest.warns(FailedRowsWarning, match=rf"^1 of {len(PEOPLE)} rows failed \(first: OutputValidationError"):
+        result = PEOPLE.aiforge.map("Who is it? {sentence}", output=Person, agent=scripted(answer))
     assert result.dtypes.astype(str).to_dict() == {"name": "string", "age": "Int64", "city": "string"}
     expected = PEOPLE[["name", "age", "city"]].astype({"name": "string", "age": "Int64", "city": "string"})
     assert result.drop(index=PEOPLE.index[1]).equals(expected.drop(index=PEOPLE.index[1]))
@@ -82,7 +84,8 @@ def test_classify_is_a_categorical_of_the_labels_constrained_to_them() -> None:
 
 
 def test_classify_answers_outside_the_labels_fail_their_row() -> None:
-    result = REVIEWS.head(2).aiforge.classify("{review}", labels=["yes", "no"], agent=scripted('"maybe"'))
+    with pytest.warns(FailedRowsWarning, match=r"^2 of 2 rows failed"):
+        result = REVIEWS.head(2).aiforge.classify("{review}", labels=["yes", "no"], agent=scripted('"maybe"'))
     assert result.isna().all() and len(result.attrs["aiforge"].failed) == 2
 
 
@@ -108,7 +111,8 @@ def test_filter_keeps_the_rows_answered_true_and_drops_failures() -> None:
         text = last_user_text(messages)
         return "not json" if REVIEWS["review"].iloc[0] in text else json.dumps(json.loads(labelled(messages)) == "neg")
 
-    kept = REVIEWS.aiforge.filter("Is this review negative? {review}", agent=scripted(answer))
+    with pytest.warns(FailedRowsWarning, match=rf"^1 of {len(REVIEWS)} rows failed"):
+        kept = REVIEWS.aiforge.filter("Is this review negative? {review}", agent=scripted(answer))
     expected = REVIEWS.iloc[1:][REVIEWS["sentiment"].iloc[1:] == "neg"]
     assert kept.equals(expected) and len(kept) > 0
     assert [f.index for f in kept.attrs["aiforge"].failed] == [REVIEWS.index[0]]
@@ -168,7 +172,8 @@ def test_missing_values_fail_their_rows_without_a_call() -> None:
     frame = REVIEWS.head(3).copy()
     frame.loc[frame.index[1], "review"] = None
     agent = scripted('"pos"')
-    result = frame.aiforge.classify("{review}", labels=LABELS, agent=agent)
+    with pytest.warns(FailedRowsWarning, match=r"^1 of 3 rows failed \(first: MissingValueError: missing value"):
+        result = frame.aiforge.classify("{review}", labels=LABELS, agent=agent)
     assert len(agent.provider.calls) == 2 and pd.isna(result.iloc[1])
     assert str(result.attrs["aiforge"].failed[0].error) == "missing value: review"
 

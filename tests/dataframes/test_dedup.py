@@ -10,6 +10,7 @@ import pytest
 
 import aiforge  # noqa: F401 - registers the accessor
 from aiforge import ChatAgent
+from aiforge.core.failed_rows import FailedRowsWarning
 from aiforge.core.types import UsageError
 from aiforge.providers.scripted import ScriptedProvider
 from aiforge.semantic.near_duplicates import DedupReport
@@ -96,7 +97,8 @@ def test_a_series_dedups_its_values_and_exact_duplicates_share_the_id() -> None:
 
 
 def test_settings_build_the_agent_and_batch_options_reach_the_confirmation() -> None:
-    ids = FRAME.aiforge.dedup("ticket", confirm=True, provider="scripted", cache="memory")
+    with pytest.warns(FailedRowsWarning, match=r"^4 of 4 pairs asked failed .*confirmation\.failed"):
+        ids = FRAME.aiforge.dedup("ticket", confirm=True, provider="scripted", cache="memory")
     report = ids.attrs["aiforge"]
     # The scripted default echoes ("You said: ..."), which is no bool: every asked pair fails and is kept apart.
     assert report.asked == 4 and len(report.confirmation.failed) == 4 and report.confirmed == 0
