@@ -76,6 +76,8 @@ def cluster_ids(
     import numpy as np
     import pandas as pd
 
+    from aiforge.batch.embedded import warn_if_chat_model_vectors
+
     blank = values.map(lambda value: isinstance(value, str) and not value.strip())
     distinct = DistinctTexts.of(values.mask(blank))  # a blank text has no topic: <NA>, as a missing one
     if not _whole(n_clusters) or n_clusters < 1:
@@ -87,6 +89,7 @@ def cluster_ids(
         )
     if not _whole(seed):
         raise UsageError(f"cluster: seed is a whole number, got {seed!r}.")
+    warn_if_chat_model_vectors(agent.provider, "cluster")
     vectors, embedding = embed_distinct(agent, distinct.texts, cache)
     of_text = kmeans(vectors, n_clusters, seed=seed)
     texted = distinct.of_row >= 0

@@ -172,7 +172,10 @@ def duplicate_ids(values: pd.Series, agent: ChatAgent, request: DedupRequest) ->
     >>> ids.tolist()
     [0, 0, 2]
     """
+    from aiforge.batch.embedded import warn_if_chat_model_vectors
+
     check_unique_index(values.index)
+    warn_if_chat_model_vectors(agent.provider, "dedup")
     distinct = DistinctTexts.of(values)
     vectors, embedding = embed_distinct(agent, distinct.texts, request.options.get("cache"))
     return ids_from_vectors(values.index, distinct, vectors, request, agent, embedding)

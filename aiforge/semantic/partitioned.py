@@ -45,6 +45,7 @@ def dask_duplicate_ids(
     from aiforge.dataframes.partition import check_no_keys
 
     check_no_keys(settings)
+    _warn_if_chat_model_vectors(settings)
     cache = request.options.get("cache")
     parts = [delayed(_embedded_part)(part, settings, cache) for part in data.to_delayed()]
     embedded: list[PartEmbeddings] = delayed(list)(parts).compute()
@@ -58,6 +59,25 @@ def dask_duplicate_ids(
 
         agent = ChatAgent(memory="none", **settings)
     return ids_from_vectors(values.index, distinct, vectors, request, agent, run)
+
+
+def _warn_if_chat_model_vectors(settings: dict[str, Any]) -> None:
+    """On the client, once: the workers' agents would be the embedded model on a chat model's weights."""
+    from aiforge.batch.embedded import warn_chat_model_vectors
+    from aiforge.core.settings import AIForgeSettings, load_settings
+    from aiforge.providers import is_embedded, resolve_provider_name
+
+    fields = AIForgeSettings.model_fields
+    loaded = load_settings(**{k.upper(): v for k, v in settings.items() if k.upper() in fields})
+    if not is_embedded(resolve_provider_name(loaded)):
+        return
+    from aiforge.providers.local.engine import model_name_for
+    from aiforge.providers.local.gguf import declares_pooling
+    from aiforge.providers.local.weights import resolve_model_path
+
+    path = resolve_model_path(loaded)
+    if not declares_pooling(path):
+        warn_chat_model_vectors("dedup", model_name_for(path))
 
 
 def _embedded_part(part: pd.Series, settings: dict[str, Any], cache: CacheOption) -> PartEmbeddings:
