@@ -10,7 +10,8 @@ settle with a topic split and two merged (1 in 100 on the planted topics of test
 Distances are computed ``BLOCK_ROWS`` rows at a time: memory stays at ``BLOCK_ROWS x n_clusters`` whatever n is.
 
 ``cluster_ids`` clusters a text column's distinct texts (an exact duplicate adds no weight to its cluster) and
-gives each row its text's cluster; a missing value or a blank text has none (``<NA>``).
+gives each row its text's cluster; a missing value or a blank text has none (``<NA>``). On a chat model's pooled
+vectors (the embedded model's) it warns first (``batch.embedded.ChatModelVectorsWarning``).
 
 Cluster numbers are renumbered in the order their first row appears (row 0 is in cluster 0), so they do not
 depend on how the centres happened to be drawn.

@@ -20,7 +20,8 @@ keeps one row per group, and ``df.groupby(ids)`` gathers each group):
 Groups never chain: every row of a group is a duplicate of the row it names (a similarity at or above the
 threshold, or a pair the model confirmed), so one false pair adds one row to a group, never two groups together.
 Two members of a group need not be duplicates of each other, and which text a group starts from follows the
-order of the rows. A missing value (None, NaN) is a group of its own: there is nothing to compare.
+order of the rows. A missing value (None, NaN) is a group of its own: there is nothing to compare. On a chat
+model's pooled vectors (the embedded model's) it warns first (``batch.embedded.ChatModelVectorsWarning``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ Each partition sends one embeddings request at a time (each holds up to the prov
 requests in flight are at most the worker threads; unlike ``ddf.aiforge.embed`` this needs no distributed Client
 (any Dask scheduler runs it). A text found in two partitions is embedded in both (a shared ``cache=`` pays it once);
 the confirmation batch runs on the client, ``concurrency`` at a time, with an agent built from the same settings.
-Its ``DedupReport`` adds up the partitions' embeddings.
+Its ``DedupReport`` adds up the partitions' embeddings. When the workers' provider is the embedded model on a chat
+model's weights, the client warns once (``ChatModelVectorsWarning``) before any partition is embedded.
 """
 
 from __future__ import annotations
