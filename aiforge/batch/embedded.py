@@ -1,8 +1,14 @@
-"""The one warning a label or extraction batch on the embedded model gives: its columns are not to be relied on.
+"""The warnings the embedded model gives: its typed columns, and its vectors, are not to be relied on.
 
 The bundled SmolLM2-135M answers every API (that is what it is for: trying aiforge offline, the tutorials,
 plumbing), but it labels reviews barely better than chance and gets facts and arithmetic wrong. A batch with
-``output=`` (``classify``, ``extract``, ``filter``, ``map(output=...)``) on it says so once per process.
+``output=`` (``classify``, ``extract``, ``filter``, ``map(output=...)``) on it says so once per process
+(``EmbeddedModelWarning``).
+
+Its ``embed`` mean-pools a chat model's token states: every pair of texts scores high (22 unrelated product
+reviews at cosine 0.70-0.93, different support tickets at 0.99-1.00), so a threshold or a nearest neighbour says
+little. ``dedup``, ``join`` (when it embeds) and ``cluster`` on such vectors say so once per call
+(``ChatModelVectorsWarning``, an ``EmbeddedModelWarning``); a GGUF embedding model in ``LOCAL_MODEL_PATH`` does not.
 """
 
 from __future__ import annotations
@@ -20,6 +26,10 @@ if TYPE_CHECKING:
 
 class EmbeddedModelWarning(UserWarning):
     """A label or extraction batch runs on the embedded model, whose typed columns are often wrong."""
+
+
+class ChatModelVectorsWarning(EmbeddedModelWarning):
+    """``dedup``, ``join`` or ``cluster`` compares a chat model's pooled vectors, not an embedding model's."""
 
 
 _warned = False
@@ -49,6 +59,24 @@ def warn_embedded_once(model: str | None = None) -> None:
     )
 
 
+def warn_chat_model_vectors(operation: str, model: str) -> None:
+    """The ``ChatModelVectorsWarning`` of one ``operation`` call on ``model``'s vectors (one line, every call)."""
+    warnings.warn(
+        f"{operation}: {model} is a chat model, and its vectors are not trained embedding vectors: similarities "
+        "crowd near 1 (unrelated texts at 0.7-1.0), so a threshold or a nearest neighbour says little. Use an "
+        "embedding model: provider='openai' (EMBEDDING_MODEL), an OpenAI-compatible server's /v1/embeddings, or "
+        "LOCAL_MODEL_PATH set to a GGUF embedding model (bge, nomic-embed).",
+        ChatModelVectorsWarning,
+        stacklevel=_caller_stacklevel(),
+    )
+
+
+def warn_if_chat_model_vectors(provider: Provider, operation: str) -> None:
+    """``warn_chat_model_vectors`` when ``provider``'s ``embed`` pools a chat model (``embeds_chat_model``)."""
+    if provider.embeds_chat_model:
+        warn_chat_model_vectors(operation, provider.default_model)
+
+
 def stay_quiet() -> None:
     """This process gives no such warning: a Dask worker, whose client warned once for all its workers."""
     global _warned
@@ -59,8 +87,8 @@ def stay_quiet() -> None:
 def _one_line(
     message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
 ) -> str:
-    """``EmbeddedModelWarning`` and ``FailedRowsWarning`` shown as one line (no file path, no echoed source line);
-    others as Python shows them."""
+    """``EmbeddedModelWarning`` (``ChatModelVectorsWarning`` too) and ``FailedRowsWarning`` shown as one line (no
+    file path, no echoed source line); others as Python shows them."""
     if issubclass(category, EmbeddedModelWarning | FailedRowsWarning):
         return f"{category.__name__}: {message}\n"
     return _python_format(message, category, filename, lineno, line)

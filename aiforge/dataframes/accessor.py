@@ -264,11 +264,13 @@ class DataFrameOperations(_Operations):
     ) -> pd.Series:
         """``duplicate_of``: for each row, the index label of the first row of its group of near-duplicates.
 
-        Rows whose texts in ``column`` have cosine similarity >= ``threshold`` (default 0.9) are duplicates, and
-        so, transitively, are their duplicates; the same text always is. ``confirm=True`` (or a band ``(low,
-        high)``) asks the model about the pairs just below (``[threshold - 0.1, threshold)``) and keeps those it
-        says are duplicates; ``prompt=`` replaces the question and names ``{left}`` and ``{right}``. A missing
-        value is its own group. The ``DedupReport`` (pairs, requests, cost) is in ``.attrs["aiforge"]``::
+        Each row is a duplicate of the row it names: its text in ``column`` has cosine similarity >= ``threshold``
+        (default 0.9) with that row's (the most similar group's first row, taking rows in order), or is the same
+        text. Groups never chain through a third row. ``confirm=True`` (or a band ``(low, high)``) asks the model
+        about a row left alone and each group's first row just below (``[threshold - 0.1, threshold)``), and
+        joins the group it says is a duplicate; ``prompt=`` replaces the question and names ``{left}`` and
+        ``{right}``. A missing value is its own group. On a chat model's vectors (the embedded model's) it warns
+        (``ChatModelVectorsWarning``). The ``DedupReport`` (pairs, requests, cost) is in ``.attrs["aiforge"]``::
 
             ids = df.aiforge.dedup("ticket", threshold=0.9, confirm=True)
             df[ids == ids.index]             # the first row of each group
@@ -283,7 +285,8 @@ class DataFrameOperations(_Operations):
         """``cluster``: each row's topic cluster ``0..n_clusters-1`` (k-means on the embeddings of ``column``).
 
         The same texts and ``seed`` give the same clusters; cluster 0 is the first row's. A missing value is
-        ``<NA>``. The ``ClusterReport`` (sizes, cost) is in ``.attrs["aiforge"]``::
+        ``<NA>``. On a chat model's vectors (the embedded model's) it warns (``ChatModelVectorsWarning``). The
+        ``ClusterReport`` (sizes, cost) is in ``.attrs["aiforge"]``::
 
             df["topic"] = df.aiforge.cluster("ticket", n_clusters=8)
         """

@@ -156,6 +156,12 @@ class Provider(ABC):
         """The embeddings model a call with ``model`` uses: it, or ``default_embedding_model``, or ``default_model``."""
         return model or self.default_embedding_model or self.default_model
 
+    @property
+    def embeds_chat_model(self) -> bool:
+        """``embed`` pools a chat model's token states rather than asking a model trained for embeddings: every
+        pair of texts scores high, so ``dedup``, ``join`` and ``cluster`` warn (``ChatModelVectorsWarning``)."""
+        return False
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release network clients; the provider may be used again afterwards."""
 

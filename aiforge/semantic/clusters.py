@@ -11,7 +11,8 @@ Distances are computed ``BLOCK_ROWS`` rows at a time: memory stays at ``BLOCK_RO
 
 ``cluster_ids`` clusters a text column's distinct texts (an exact duplicate adds no weight to its cluster) and
 gives each row its text's cluster; a missing value or a blank text has none (``<NA>``). No rows give an empty
-Series at once.
+Series at once. On a chat model's pooled vectors (the embedded model's) it warns first
+(``batch.embedded.ChatModelVectorsWarning``).
 
 Cluster numbers are renumbered in the order their first row appears (row 0 is in cluster 0), so they do not
 depend on how the centres happened to be drawn.
@@ -77,6 +78,8 @@ def cluster_ids(
     import numpy as np
     import pandas as pd
 
+    from aiforge.batch.embedded import warn_if_chat_model_vectors
+
     blank = values.map(lambda value: isinstance(value, str) and not value.strip())
     distinct = DistinctTexts.of(values.mask(blank))  # a blank text has no topic: <NA>, as a missing one
     if not _whole(n_clusters) or n_clusters < 1:
@@ -91,6 +94,7 @@ def cluster_ids(
             f"cluster: n_clusters={n_clusters} but the column has {len(distinct.texts)} distinct texts; "
             "ask for at most that many."
         )
+    warn_if_chat_model_vectors(agent.provider, "cluster")
     vectors, embedding = embed_distinct(agent, distinct.texts, cache)
     of_text = kmeans(vectors, n_clusters, seed=seed)
     texted = distinct.of_row >= 0

@@ -9,7 +9,8 @@ surface is ``left.aiforge.join(right, ...)``) answers one of two ways, chosen by
 - ``"candidates"``: both sides embedded (``semantic.embeddings.embed_texts``), the ``k`` nearest right rows of each
   left row proposed (``join_candidates``), and each proposed pair asked as a yes/no question (a bool output).
   At most n x k questions, plus the embedding requests; a pair the embeddings do not propose is never asked, so
-  recall is bounded by the blocking step's (``bench/semantic_join.py`` measures both).
+  recall is bounded by the blocking step's (``bench/semantic_join.py`` measures both). On a chat model's vectors
+  (the embedded model's) it warns (``ChatModelVectorsWarning``): its neighbours say little.
 
 Rows are compared by the values of the columns the prompt names: identical rows are asked about once, and each
 side's texts are embedded once. A row with a missing or blank value in one of them is asked nothing and matches
@@ -258,8 +259,10 @@ def _proposed(asker: _Asker, template: PairTemplate, lefts: _Rows, rights: _Rows
 
 def _embedded(asker: _Asker, template: PairTemplate, lefts: _Rows, rights: _Rows) -> tuple[Any, Any]:
     """Both sides' vectors from one embeddings run (the texts of the columns the prompt names), its cost reported."""
+    from aiforge.batch.embedded import warn_if_chat_model_vectors
     from aiforge.semantic.embeddings import run_embeddings
 
+    warn_if_chat_model_vectors(asker.agent.provider, "join")
     texts = [side_text(row, template.fields("left")) for row in lefts.values]
     texts += [side_text(row, template.fields("right")) for row in rights.values]
     run = run_embeddings(asker.agent, texts, cache=asker.options.get("cache"))

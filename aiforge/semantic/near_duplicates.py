@@ -6,17 +6,22 @@ keeps one row per group, and ``df.groupby(ids)`` gathers each group):
 
 1. Exact duplicates: rows with the same text are one group before anything is embedded (each distinct text is
    embedded once), so they always share an id, at any threshold.
-2. Blocking: the cosine similarity of every pair of distinct texts, in tiles of 2048 x 2048 (``similarity.
-   pair_tiles``: 16 MiB at a time, never n x n). A pair at or above ``threshold`` is a duplicate.
-3. Confirmation (``confirm=``): a pair in the band ``[low, high)`` below that is asked to the model as one
-   ``bool`` row of a ``run_batch`` over pair prompts (``{left}`` and ``{right}``), unless the pairs above already
-   put its two texts in one group. ``confirm=True`` is the band ``[threshold - CONFIRM_BAND, threshold)``. A band
-   holding more than ``MAX_BORDERLINE`` pairs is a ``UsageError`` before any request: that many calls is rarely
-   meant, and it bounds the pairs kept in memory.
+2. Blocking: each distinct text, in order, is compared with the groups' first texts so far (``similarity.
+   leader_groups``, in tiles of 2048 x 2048: 16 MiB at a time, never n x n). A text whose similarity with one of
+   them is at or above ``threshold`` is its duplicate and joins that group (the most similar one's); any other
+   text starts a group.
+3. Confirmation (``confirm=``): a text that started a group no other text joined, and is in the band ``[low,
+   high)`` below the threshold with an earlier group's first text, is asked to the model with it as one ``bool``
+   row of a ``run_batch`` over pair prompts (``{left}`` and ``{right}``). It joins the most similar group whose
+   first text the model confirms, unless that text has just joined another group itself. ``confirm=True`` is the
+   band ``[threshold - CONFIRM_BAND, threshold)``. A band holding more than ``MAX_BORDERLINE`` such pairs is a
+   ``UsageError`` before any request: that many calls is rarely meant, and it bounds the pairs kept in memory.
 
-Duplicates are transitive: groups are the connected components of the accepted pairs (``similarity.Groups``), so
-A~B and B~C put A and C together even when A and C are not similar themselves. A missing value (None, NaN) is a
-group of its own: there is nothing to compare.
+Groups never chain: every row of a group is a duplicate of the row it names (a similarity at or above the
+threshold, or a pair the model confirmed), so one false pair adds one row to a group, never two groups together.
+Two members of a group need not be duplicates of each other, and which text a group starts from follows the
+order of the rows. A missing value (None, NaN) is a group of its own: there is nothing to compare. On a chat
+model's pooled vectors (the embedded model's) it warns first (``batch.embedded.ChatModelVectorsWarning``).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from aiforge.batch.identity import check_budget_enforceable
 from aiforge.core.templates import RowTemplate
 from aiforge.core.types import UsageError
 from aiforge.semantic.distinct import DistinctTexts, embed_distinct
-from aiforge.semantic.similarity import Groups, pair_tiles, unit_rows
+from aiforge.semantic.similarity import BandOverflow, leader_groups, unit_rows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,7 +49,8 @@ DEFAULT_THRESHOLD = 0.9
 CONFIRM_BAND = 0.1
 """``confirm=True`` asks the model about pairs within this much below the threshold."""
 DUPLICATE_OF = "duplicate_of"
-"""The name of ``dedup``'s Series: each row's group, as the index label of the group's first row."""
+"""The name of ``dedup``'s Series: each row's group, as the index label of the group's first row (of which the row
+is a duplicate)."""
 MAX_BORDERLINE = 200_000
 """The most pairs ``confirm=`` asks about in one call (each is a request)."""
 PAIR_FIELDS = ("left", "right")
@@ -90,13 +96,13 @@ class DedupReport:
     """Distinct texts embedded and compared (exact duplicates and missing values are not)."""
     band: Band
     similar: int = 0
-    """Pairs of distinct texts at or above the threshold: duplicates without asking."""
+    """Distinct texts that joined a group without asking: at or above the threshold with its first text."""
     borderline: int = 0
-    """Pairs in the confirmation band (0 without ``confirm=``)."""
+    """Pairs of groups' first texts in the confirmation band (0 without ``confirm=``)."""
     asked: int = 0
-    """Borderline pairs asked to the model: those whose texts the similar pairs had not already grouped."""
+    """Borderline pairs asked to the model: those whose later text no other text had joined."""
     confirmed: int = 0
-    """Asked pairs the model said are duplicates."""
+    """Asked pairs the model said are duplicates (a text confirmed with several groups joins one)."""
     groups: int = 0
     """Distinct ids among the rows."""
     embedding: EmbeddingRun | None = field(default=None, repr=False)
@@ -168,9 +174,12 @@ def duplicate_ids(values: pd.Series, agent: ChatAgent, request: DedupRequest) ->
     >>> ids.tolist()
     [0, 0, 2]
     """
+    from aiforge.batch.embedded import warn_if_chat_model_vectors
+
     check_unique_index(values.index)
     if request.band.confirms:  # before the embeddings' requests
         check_budget_enforceable(agent, request.options.get("max_cost"))
+    warn_if_chat_model_vectors(agent.provider, "dedup")
     distinct = DistinctTexts.of(values)
     vectors, embedding = embed_distinct(agent, distinct.texts, request.options.get("cache"))
     return ids_from_vectors(values.index, distinct, vectors, request, agent, embedding)
@@ -223,40 +232,49 @@ def check_unique_index(index: pd.Index) -> None:
 def group_texts(
     texts: Sequence[str], vectors: np.ndarray, band: Band, ask: PairAsker | None = None
 ) -> tuple[np.ndarray, DedupReport]:
-    """Each distinct text's group (the number of its group's first text) from its ``vectors``; the report.
+    """Each distinct text's group (the number of its group's first text, its representative) from its ``vectors``;
+    the report. ``ask`` answers the borderline pairs when ``band`` confirms. ``report.pairs`` holds text numbers.
 
-    ``ask`` answers the borderline pairs when ``band`` confirms. ``report.pairs`` holds text numbers here.
+    A text joins a group only as a duplicate of its representative (``similarity.leader_groups``): never through
+    another member. A text left alone by the similarities joins the most similar earlier representative the model
+    confirms it with, unless that one has joined another group itself.
     """
+    import numpy as np
+
     unit = unit_rows(vectors)
     if len(unit) != len(texts):
         raise ValueError(f"{len(unit)} embeddings for {len(texts)} texts")
-    groups = Groups(len(texts))
+    try:
+        found = leader_groups(unit, band.accept, band.ask, max_band=MAX_BORDERLINE)
+    except BandOverflow:
+        raise UsageError(
+            f"dedup: more than {MAX_BORDERLINE} pairs have a similarity in the confirmation band "
+            f"[{band.ask}, {band.accept}), each a request to the model: narrow it (confirm=(low, high) with a "
+            "higher low) or raise the threshold."
+        ) from None
+    representative = found.representative.copy()
     report = DedupReport(rows=len(texts), distinct=len(texts), band=band)
-    borderline: list[tuple[int, int]] = []
-    for tile in pair_tiles(unit, band.ask):
-        certain = tile.similarity >= band.accept
-        report.similar += int(certain.sum())
-        for left, right in zip(tile.left[certain].tolist(), tile.right[certain].tolist(), strict=True):
-            groups.join(left, right)
-        borderline += zip(tile.left[~certain].tolist(), tile.right[~certain].tolist(), strict=True)
-        if len(borderline) > MAX_BORDERLINE:
-            raise UsageError(
-                f"dedup: more than {MAX_BORDERLINE} pairs have a similarity in the confirmation band "
-                f"[{band.ask}, {band.accept}), each a request to the model: narrow it (confirm=(low, high) with a "
-                "higher low) or raise the threshold."
-            )
-    report.borderline = len(borderline)
-    report.pairs = [(left, right) for left, right in borderline if groups.find(left) != groups.find(right)]
+    report.similar = int((representative != np.arange(len(texts))).sum())
+    report.borderline = len(found.band)
+    alone = np.bincount(representative, minlength=len(texts)) == 1  # leads a group of itself only
+    asked = sorted((later, earlier, similarity) for earlier, later, similarity in found.band if alone[later])
+    report.pairs = [(earlier, later) for later, earlier, _ in asked]
     report.asked = len(report.pairs)
     if report.pairs:
         if ask is None:
             raise ValueError("borderline pairs to confirm but nothing to ask them")
-        answers = ask([(texts[left], texts[right]) for left, right in report.pairs])
-        for (left, right), same in zip(report.pairs, answers, strict=True):
+        answers = ask([(texts[earlier], texts[later]) for earlier, later in report.pairs])
+        report.confirmed = sum(answers)
+        confirmed: dict[int, list[tuple[float, int]]] = {}
+        for (later, earlier, similarity), same in zip(asked, answers, strict=True):
             if same:
-                report.confirmed += 1
-                groups.join(left, right)
-    return groups.roots(), report
+                confirmed.setdefault(later, []).append((similarity, earlier))
+        for later in sorted(confirmed):  # an earlier text has settled before a later one may join it
+            leading = [(similarity, -earlier) for similarity, earlier in confirmed[later]
+                       if representative[earlier] == earlier]
+            if leading:
+                representative[later] = -max(leading)[1]  # the most similar; the earliest of equals
+    return representative, report
 
 
 def ask_pairs(

@@ -12,7 +12,8 @@ Each partition sends one embeddings request at a time (each holds up to the prov
 requests in flight are at most the worker threads; unlike ``ddf.aiforge.embed`` this needs no distributed Client
 (any Dask scheduler runs it). A text found in two partitions is embedded in both (a shared ``cache=`` pays it once);
 the confirmation batch runs on the client, ``concurrency`` at a time, with an agent built from the same settings.
-Its ``DedupReport`` adds up the partitions' embeddings.
+Its ``DedupReport`` adds up the partitions' embeddings. When the workers' provider is the embedded model on a chat
+model's weights, the client warns once (``ChatModelVectorsWarning``) before any partition is embedded.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ def dask_duplicate_ids(
     from aiforge.dataframes.partition import check_no_keys
 
     check_no_keys(settings)
+    _warn_if_chat_model_vectors(settings)
     cache = request.options.get("cache")
     parts = [delayed(_embedded_part)(part, settings, cache) for part in data.to_delayed()]
     embedded: list[PartEmbeddings] = delayed(list)(parts).compute()
@@ -58,6 +60,25 @@ def dask_duplicate_ids(
 
         agent = ChatAgent(memory="none", **settings)
     return ids_from_vectors(values.index, distinct, vectors, request, agent, run)
+
+
+def _warn_if_chat_model_vectors(settings: dict[str, Any]) -> None:
+    """On the client, once: the workers' agents would be the embedded model on a chat model's weights."""
+    from aiforge.batch.embedded import warn_chat_model_vectors
+    from aiforge.core.settings import AIForgeSettings, load_settings
+    from aiforge.providers import is_embedded, resolve_provider_name
+
+    fields = AIForgeSettings.model_fields
+    loaded = load_settings(**{k.upper(): v for k, v in settings.items() if k.upper() in fields})
+    if not is_embedded(resolve_provider_name(loaded)):
+        return
+    from aiforge.providers.local.engine import model_name_for
+    from aiforge.providers.local.gguf import declares_pooling
+    from aiforge.providers.local.weights import resolve_model_path
+
+    path = resolve_model_path(loaded)
+    if not declares_pooling(path):
+        warn_chat_model_vectors("dedup", model_name_for(path))
 
 
 def _embedded_part(part: pd.Series, settings: dict[str, Any], cache: CacheOption) -> PartEmbeddings:

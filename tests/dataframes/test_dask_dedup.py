@@ -67,7 +67,7 @@ def test_dask_dedup_with_confirm_equals_pandas_and_asks_only_borderline_pairs(
     assert isinstance(ids, pd.Series) and ids.tolist() == TRUTH.tolist() and ids.index.tolist() == FRAME.index.tolist()
     report = ids.attrs["aiforge"]
     assert requests_to(server, "/embeddings") == 4 == report.embedding.requests  # one per partition
-    assert requests_to(server, "/chat/completions") == report.asked == 4 == report.confirmed
+    assert requests_to(server, "/chat/completions") == report.asked == 3 == report.confirmed
     assert report.embedding.embedded == len(FRAME) and report.total_tokens > 0
     held = ddf.compute()  # Dask's string dtypes, as the ids carry them
     agent = ChatAgent(memory="none", **{k: v for k, v in SETTINGS.items() if k != "cache"})

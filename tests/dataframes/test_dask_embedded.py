@@ -15,7 +15,7 @@ from distributed import Client  # noqa: E402
 
 import aiforge  # noqa: E402,F401 - registers the accessors
 from aiforge.batch import embedded  # noqa: E402
-from aiforge.batch.embedded import EmbeddedModelWarning  # noqa: E402
+from aiforge.batch.embedded import ChatModelVectorsWarning, EmbeddedModelWarning  # noqa: E402
 from aiforge.dataframes.dask_accessor import job_summary  # noqa: E402
 from tests.support.dask_cluster import local_client  # noqa: E402
 
@@ -56,3 +56,11 @@ def test_each_worker_loads_the_model_once_and_reuses_its_agent(client: Client, m
     assert answers.index.tolist() == [10, 11, 12, 13] and set(answers) <= {"yes", "no"}
     assert job_summary(capital).failed == []
     assert client.run(loaded_agents) == agents
+
+
+def test_dedup_on_the_embedded_models_vectors_warns_once_on_the_client(client: Client) -> None:
+    frame = pd.DataFrame({"review": ["Great kettle", "Great kettle!", "Broke after a week", "Lovely lamp"]})
+    with pytest.warns(ChatModelVectorsWarning) as caught:
+        ids = dd.from_pandas(frame, npartitions=2).aiforge.dedup("review", threshold=0.99, **SETTINGS)
+    assert [str(w.message).split(",")[0] for w in caught] == ["dedup: SmolLM2-135M-Instruct is a chat model"]
+    assert ids.index.tolist() == [0, 1, 2, 3] and ids.attrs["aiforge"].embedding.embedded == 4

@@ -1,5 +1,5 @@
-"""dedup's grouping from embeddings: the threshold, transitive groups, first-row ids, the confirmation band asked
-through a real ``run_batch`` on the scripted provider (requests counted, answers respected), argument errors."""
+"""dedup's grouping from embeddings: the threshold, groups that never chain, first-row ids, the confirmation band
+asked through a real ``run_batch`` on the scripted provider (requests counted, answers respected), argument errors."""
 
 from __future__ import annotations
 
@@ -67,12 +67,41 @@ def test_pairs_at_the_threshold_share_the_label_of_their_first_row() -> None:
     assert ids == ["r0", "r0", "r2", "r2", "r4", "r5"]
 
 
-def test_groups_are_transitive_through_a_middle_text() -> None:
-    # a~b and b~c at 0.95; a and c only 0.81 apart, yet one group.
-    step = math.acos(0.95)
-    chain = np.array([[math.cos(k * step), math.sin(k * step)] for k in range(3)])
-    ids, report = dedup(["a", "b", "c"], chain, similarity_band(0.9, False))
-    assert ids == ["r0", "r0", "r0"] and report.similar == 2
+def chain(count: int, similarity: float = 0.95) -> np.ndarray:
+    """``count`` 2-d unit vectors, each at ``similarity`` from the one before: neighbours close, ends apart."""
+    step = math.acos(similarity)
+    return np.array([[math.cos(k * step), math.sin(k * step)] for k in range(count)])
+
+
+def test_groups_never_chain_through_a_middle_text() -> None:
+    # a~b and b~c at 0.95; a and c only 0.805 apart: c is no duplicate of a, so it is not in a's group.
+    ids, report = dedup(["a", "b", "c"], chain(3), similarity_band(0.9, False))
+    assert ids == ["r0", "r0", "r2"] and (report.similar, report.groups) == (1, 2)
+
+
+def test_a_long_chain_of_close_texts_is_cut_where_a_text_leaves_its_first_texts_reach() -> None:
+    # Ten texts, each 0.95 from the one before: union-find made one group of them; every row here is within the
+    # threshold of the row it names.
+    vectors = chain(10)
+    ids, report = dedup([f"t{n}" for n in range(10)], vectors, similarity_band(0.9, False))
+    assert ids == ["r0", "r0", "r2", "r2", "r4", "r4", "r6", "r6", "r8", "r8"] and report.groups == 5
+    named = [int(label[1:]) for label in ids]
+    assert all(vectors[row] @ vectors[first] >= 0.9 for row, first in enumerate(named))
+
+
+def test_a_middle_text_first_names_a_group_of_both_its_neighbours() -> None:
+    # b comes first: a and c are each its duplicate (0.95), so all three are one group named by b.
+    vectors = chain(3)[[1, 0, 2]]
+    ids, _ = dedup(["b", "a", "c"], vectors, similarity_band(0.9, False))
+    assert ids == ["r0", "r0", "r0"]
+
+
+def test_a_text_joins_the_group_whose_first_text_it_is_most_similar_to() -> None:
+    # a and b are 0.81 apart (two groups); c is 0.95 from a and 0.99 from b: b's group, not the earlier one.
+    angle_b = math.acos(0.95) + math.acos(0.99)
+    vectors = np.array([[1.0, 0.0], [math.cos(angle_b), math.sin(angle_b)], chain(2)[1]])
+    ids, report = dedup(["a", "b", "c"], vectors, similarity_band(0.9, False))
+    assert ids == ["r0", "r1", "r1"] and report.similar == 1
 
 
 def test_exact_duplicates_share_an_id_at_any_threshold_and_are_embedded_once() -> None:
@@ -107,12 +136,31 @@ def test_confirm_keeps_apart_a_pair_the_model_rejects_or_fails_on() -> None:
     assert len(report.confirmation.failed) == 1  # the last one: "not json" is no bool
 
 
-def test_confirm_does_not_ask_about_a_pair_already_grouped_through_others() -> None:
-    step = math.acos(0.95)  # a~b, b~c at 0.95; a/c at 0.805 is in the band but b already joins them
-    chain = np.array([[math.cos(k * step), math.sin(k * step)] for k in range(3)])
-    agent = judge(False)
-    ids, report = dedup(["a", "b", "c"], chain, Band(0.8, 0.9), agent)
-    assert ids == ["r0", "r0", "r0"] and (report.borderline, report.asked) == (1, 0) and not agent.provider.calls
+def test_confirm_asks_a_text_left_alone_against_a_groups_first_text_not_a_member() -> None:
+    # a~b, b~c at 0.95; a/c at 0.805 is in the band: c is asked against a, never grouped through b.
+    for says, expected in ((False, ["r0", "r0", "r2"]), (True, ["r0", "r0", "r0"])):
+        agent = judge(says)
+        ids, report = dedup(["a", "b", "c"], chain(3), Band(0.8, 0.9), agent)
+        assert ids == expected and (report.borderline, report.asked) == (1, 1) and report.pairs == [(0, 2)]
+        [asked] = [call.last_user_message for call in agent.provider.calls]
+        assert "First text:\na\n" in asked and asked.endswith("Second text:\nc")
+
+
+def test_confirmed_pairs_never_chain_either() -> None:
+    # a/b and b/c at 0.85 (in the band), a/c at 0.445 (below it): the model says yes to both. b joins a; c's
+    # confirmed pair names b, which is now a member, so c stays alone.
+    ids, report = dedup(["a", "b", "c"], chain(3, 0.85), Band(0.8, 0.9), judge(True))
+    assert ids == ["r0", "r0", "r2"]
+    assert (report.borderline, report.asked, report.confirmed) == (2, 2, 2) and report.pairs == [(0, 1), (1, 2)]
+
+
+def test_a_group_with_members_is_not_asked_to_join_another() -> None:
+    # t0~t1 and t2~t3 at 0.95 (two groups); t0/t2 at 0.85 in the band: merging would put t3 with t0 unasked.
+    vectors = np.array([basis(0), turned(0.95, 0, 1), turned(0.85, 0, 2), turned(0.85, 0, 2) + 0.3 * basis(3)])
+    agent = judge(True)
+    ids, report = dedup(["t0", "t1", "t2", "t3"], vectors, Band(0.8, 0.9), agent)
+    assert ids == ["r0", "r0", "r2", "r2"] and (report.borderline, report.asked) == (1, 0)
+    assert not agent.provider.calls
 
 
 def test_a_band_widens_what_is_asked_and_a_custom_prompt_is_used() -> None:
@@ -168,4 +216,4 @@ def test_a_band_holding_too_many_pairs_is_a_usage_error_before_any_request() -> 
         dedup([f"t{n}" for n in range(count)], vectors, Band(0.8, 0.9), agent)
     assert not agent.provider.calls
     ids, report = dedup([f"t{n}" for n in range(count)], vectors, Band(0.8, 0.8))  # no band: one group
-    assert set(ids) == {"r0"} and report.similar == count * (count - 1) // 2
+    assert set(ids) == {"r0"} and report.similar == count - 1

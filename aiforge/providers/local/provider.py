@@ -36,6 +36,7 @@ from aiforge.providers.base import Provider, StreamEvent, StructuredOutputMode
 from aiforge.providers.local import defaults
 from aiforge.providers.local.embeddings import LOCAL_EMBEDDING_LIMITS, embed_locally
 from aiforge.providers.local.engine import LocalEngine, default_threads, shared_engine
+from aiforge.providers.local.gguf import declares_pooling
 from aiforge.providers.local.loops import LoopGuard
 from aiforge.providers.local.placeholders import (
     EXAMPLE_ANSWER,
@@ -222,6 +223,11 @@ class LocalProvider(Provider):
 
     def embedding_model(self, model: str | None) -> str:
         return self.engine.model_name  # whatever was asked, the loaded weights answer
+
+    @property
+    def embeds_chat_model(self) -> bool:
+        """True unless the GGUF file was converted as an embedding model (it names a pooling type: ``gguf.py``)."""
+        return not declares_pooling(self.engine.model_path)
 
     @property
     def embedding_engine(self) -> LocalEngine:
