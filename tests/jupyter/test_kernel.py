@@ -1,4 +1,4 @@
-"""The notebook layer in a real ipykernel: interrupting %%chat, and Stop clicks while the panel streams."""
+"""The notebook layer in a real ipykernel: interrupting %%chat and a batch of blocking rows; Stop clicks in a panel."""
 
 from __future__ import annotations
 
