@@ -38,6 +38,8 @@ from aiforge.store import Checkpoint
 
 KEPT_BATCHES = 8
 """Interrupted batches whose finished items the process keeps in memory (the oldest is dropped first)."""
+YIELD_AFTER_S = 0.01
+"""A worker gives the event loop a turn between two rows at least this often, whether or not its rows suspend."""
 
 
 class BatchInterrupted(Interrupted):
@@ -104,6 +106,7 @@ class BatchRun:
         async def worker() -> None:
             # A fixed pool of workers pulling the next indices bounds concurrency exactly and
             # keeps 1 000 items from becoming 1 000 waiting tasks; a worker holds one pack at a time.
+            yielded = time.perf_counter()
             while group := self._next_group(pending):
                 queued(time.perf_counter() - started)  # waited for a free worker: queue_ms, not latency
                 if self.run_pack is None or len(group) == 1:
@@ -112,6 +115,11 @@ class BatchRun:
                     async with aclosing(self.run_pack(group)) as landing:
                         async for index, outcome in landing:
                             self._settle(index, outcome)
+                if time.perf_counter() - yielded > YIELD_AFTER_S:
+                    # A row that never suspends (a provider doing blocking work on the loop) would let the
+                    # whole batch run before an interrupt's cancellation could land: it lands here.
+                    await asyncio.sleep(0)
+                    yielded = time.perf_counter()
 
         await asyncio.gather(*(worker() for _ in range(min(concurrency, -(-len(leads) // self.pack)))))
         return time.perf_counter() - started

@@ -7,9 +7,11 @@ Queue replies with ``enqueue``; every call is recorded in ``calls``::
     agent = ChatAgent(provider=fake)
 
 With an empty queue it answers ``default`` (a string, or a function of the messages), which by
-default echoes the last user message. Structured answers are scripted as values and refusals as
-their explanation; a text reply stays as written also when ``params.output`` is set, so a test can
-script invalid JSON::
+default echoes the last user message. Your functions (``default``, a queued one, ``scores=``, ``embeddings=``)
+run in a worker thread, so a slow one never holds up the event loop and an interrupt stops the call at
+once (its late answer is dropped); in a batch with ``concurrency`` above 1 they may run at the same time.
+Structured answers are scripted as values and refusals as their explanation; a text reply stays as written
+also when ``params.output`` is set, so a test can script invalid JSON::
 
     fake.enqueue(structured(Review(sentiment="pos", rating=5)), "not json", refusal("I can't."))
     assert fake.calls[0].params.output is OutputSpec.of(Review)
@@ -212,12 +214,12 @@ class ScriptedProvider(Provider):
         """Replies still queued."""
         return len(self._queue)
 
-    def _next(self, messages: list[Message]) -> ScriptedReply:
+    async def _next(self, messages: list[Message]) -> ScriptedReply:
         item: Script = self._queue.popleft() if self._queue else self.default
         if isinstance(item, BaseException):
             raise item
         if callable(item) and not isinstance(item, ScriptedReply):
-            item = item(messages)
+            item = item(messages) if item is _echo else await _in_thread(item, messages)
         if isinstance(item, str):
             return ScriptedReply(text=item)
         return item
@@ -240,12 +242,15 @@ class ScriptedProvider(Provider):
         self.calls.append(ScriptedCall([m.copy() for m in messages], tools, params))
         if self.delay:
             await asyncio.sleep(self.delay)
-        return self._completion(self._next(messages), messages, params)
+        return self._completion(await self._next(messages), messages, params)
 
     async def score_labels(self, messages: list[Message], labels: Sequence[str], params: CallParams) -> LabelScores:
         """Each label's probability from ``scores``, or the next scripted reply's answer at ``confidence``."""
         self.calls.append(ScriptedCall([m.copy() for m in messages], None, params))
-        scripted = self.scores(messages) if self.scores is not None else _answer(self._next(messages).text)
+        if self.scores is not None:
+            scripted = await _in_thread(self.scores, messages)
+        else:
+            scripted = _answer((await self._next(messages)).text)
         weights = scripted if isinstance(scripted, Mapping) else self._likely(scripted, labels)
         unknown = [label for label in weights if label not in labels]
         if unknown or not sum(weights.values()) > 0:
@@ -266,7 +271,8 @@ class ScriptedProvider(Provider):
         if self.embeddings is None:
             rows = [hashed_embedding(text, self.embedding_dim) for text in texts]
         else:
-            rows = [list(self.embeddings(text)) for text in texts]
+            script = self.embeddings
+            rows = await asyncio.to_thread(lambda: [list(script(text)) for text in texts])
         lengths = sorted({len(row) for row in rows})
         if len(lengths) > 1:
             raise UsageError(f"scripted embeddings must all have one length, got lengths {lengths}")
@@ -285,12 +291,22 @@ class ScriptedProvider(Provider):
         self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams
     ) -> AsyncIterator[StreamEvent]:
         self.calls.append(ScriptedCall([m.copy() for m in messages], tools, params))
-        reply = self._next(messages)
+        reply = await self._next(messages)
         for chunk in _chunks(reply.text, self.chunk_size):
             if self.delay:
                 await asyncio.sleep(self.delay)
             yield chunk
         yield self._completion(reply, messages, params)
+
+
+async def _in_thread(script: Callable[[list[Message]], Any], messages: list[Message]) -> Any:
+    """``script(messages)`` in a worker thread: a slow or blocking script must not hold up the event loop.
+
+    On the loop it would keep a cancellation (a notebook's Interrupt, a Stop click) from landing until it
+    returned; in a thread the caller's wait is cancelled at once, and the script's late answer is dropped.
+    It gets copies of the messages, so a turn undone meanwhile cannot change them under it.
+    """
+    return await asyncio.to_thread(script, [m.copy() for m in messages])
 
 
 def _answer(text: str) -> str:

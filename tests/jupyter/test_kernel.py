@@ -1,4 +1,4 @@
-"""The notebook layer in a real ipykernel: interrupting %%chat, and Stop clicks while the panel streams."""
+"""The notebook layer in a real ipykernel: interrupting %%chat and a batch of blocking rows; Stop clicks in a panel."""
 
 from __future__ import annotations
 
@@ -161,4 +161,96 @@ def test_an_aiforge_error_outside_the_magics_is_one_line_in_the_kernel(kernel: K
     (error,) = [m for m in messages if m["msg_type"] == "error"]
     assert error["content"]["traceback"][0] == (
         "ConfigError: unknown setting 'TEMPRATURE' (keyword argument). Did you mean TEMPERATURE?"
+    )
+
+
+# What runs each row of the interrupted batch, in each way a row can block: ``noted`` writes "start <row>" when
+# the row is asked and "end <row>" when it returns. Where Interrupt can cut the third row short (it runs in a
+# thread), that row waits for the test's go-ahead; a provider blocking the event loop is stopped between rows.
+SLOW_ROWS = {
+    "a sync provider function": (
+        "def answer(messages):\n"
+        "    return noted(messages[-1]['content'], 'done ' + messages[-1]['content'])\n"
+        "slow_agent = ChatAgent(provider=ScriptedProvider(default=answer), PROGRESS_BAR=False)\n"
+        "cut_short = True\n"
+    ),
+    "a sync tool": (
+        "def lookup(row: str) -> str:\n"
+        '    """Look a row up."""\n'
+        "    return noted(row, 'found ' + row)\n"
+        "def model(messages):\n"
+        "    if messages[-1]['role'] == 'user':\n"
+        "        return tool_call('lookup', row=messages[-1]['content'])\n"
+        "    return 'done ' + messages[-2]['tool_calls'][0]['arguments']['row']\n"
+        "slow_agent = ChatAgent(\n"
+        "    provider=ScriptedProvider(default=model), tools=[lookup], memory='none', PROGRESS_BAR=False\n"
+        ")\n"
+        "cut_short = True\n"
+    ),
+    "a provider that blocks the event loop": (
+        "from aiforge.core.types import Completion\n"
+        "from aiforge.providers.base import Provider\n"
+        "class Blocking(Provider):\n"
+        "    async def complete(self, messages, tools, params):\n"
+        "        text = noted(messages[-1]['content'], 'done ' + messages[-1]['content'])\n"
+        "        return Completion(text=text, model='blocking', finish_reason='stop')\n"
+        "slow_agent = ChatAgent(provider=Blocking(), PROGRESS_BAR=False)\n"
+        "cut_short = False\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("rows_run_by", list(SLOW_ROWS))
+def test_interrupt_stops_a_batch_of_blocking_rows_and_the_same_cell_then_asks_only_the_rest(
+    kernel: Kernel, tmp_path: Path, rows_run_by: str
+) -> None:
+    notes, go_ahead = tmp_path / "notes", tmp_path / "go-ahead"
+    setup = kernel.run(
+        "import pathlib, time\nfrom aiforge.providers.scripted import tool_call\n"
+        "def noted(row, answer):\n"
+        f"    with open({str(notes)!r}, 'a') as f: f.write(f'start {{row}}\\n')\n"
+        "    if cut_short and row == 'row 2':\n"
+        "        waited = time.monotonic() + 10  # the go-ahead, or the cell was not interrupted in time\n"
+        f"        while not pathlib.Path({str(go_ahead)!r}).exists() and time.monotonic() < waited:\n"
+        "            time.sleep(0.01)\n"
+        "    else:\n"
+        "        time.sleep(pause)\n"
+        f"    with open({str(notes)!r}, 'a') as f: f.write(f'end {{row}}\\n')\n"
+        "    return answer\n"
+        "pause = 0.2\nrows = [f'row {i}' for i in range(20)]\nout = None\n" + SLOW_ROWS[rows_run_by]
+    )
+    assert not [m["content"] for m in setup if m["msg_type"] == "error"]
+    cut_short = "cut_short = True" in SLOW_ROWS[rows_run_by]
+    cell = "out = slow_agent.run_batch(rows, concurrency=1)"
+
+    def noted(kind: str) -> list[str]:
+        lines = notes.read_text().splitlines() if notes.exists() else []
+        return [line.removeprefix(f"{kind} ") for line in lines if line.startswith(f"{kind} ")]
+
+    # Interrupt once the third row is asked: two rows have finished.
+    messages = kernel.run(cell, interrupt_when=lambda _: len(noted("start")) >= 3)
+
+    asked, answered = noted("start"), noted("end")
+    assert not [m["content"] for m in messages if m["msg_type"] == "stream"]  # no warning (the bar is off)
+    (error,) = [m for m in messages if m["msg_type"] == "error"]
+    assert error["content"]["ename"] == "BatchInterrupted"
+    kept = int(error["content"]["evalue"].split("interrupted: ")[1].split(" of 20")[0])
+    assert 2 <= kept < 20
+    assert asked[:kept] == [f"row {i}" for i in range(kept)]
+    assert len(asked) <= kept + 1  # the rows kept and at most the one in flight: no row started after Interrupt
+    if cut_short:
+        assert answered == ["row 0", "row 1"]  # the cell ended while the third row was still running
+    assert kernel.output("print(out)") == "None\n"  # the interrupted cell assigned nothing
+
+    go_ahead.touch()
+    deadline = time.monotonic() + 60  # only guards against a hang
+    while len(noted("end")) < len(asked):  # the row in flight, left running in its thread, returns
+        assert time.monotonic() < deadline, "the row in flight never returned"
+    kernel.run("pause = 0")
+    messages = kernel.run(cell)
+
+    assert not [m["content"] for m in messages if m["msg_type"] in ("error", "stream")]
+    assert noted("start")[len(asked) :] == [f"row {i}" for i in range(kept, 20)]  # only the rest is asked
+    assert kernel.output("print([r.message for r in out.results] == [f'done {r}' for r in rows], len(out.failed))") == (
+        "True 0\n"
     )

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import datetime
 import re
+import threading
 from typing import Any, Literal
 
 import pytest
@@ -241,6 +242,43 @@ def test_a_scripted_exception_is_raised_by_stream() -> None:
 
     with pytest.raises(TimeoutError, match="slow"):
         stream(fake, ask("q"))
+
+
+# --- your functions run in a thread ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scripted", ["default", "queued", "streamed", "scores", "embeddings"])
+async def test_your_functions_run_in_a_thread_so_the_event_loop_runs_on_while_they_wait(scripted: str) -> None:
+    # Each function waits for the loop to run something else: on the loop itself it would wait in vain.
+    loop_ran = threading.Event()
+
+    def waited(messages: Any) -> str:
+        return "the loop ran" if loop_ran.wait(10) else "the loop was blocked"
+
+    fake = ScriptedProvider(
+        [waited] if scripted in ("queued", "streamed") else [],
+        default=waited if scripted == "default" else "unused",
+        scores=lambda messages: waited(messages).split()[-1],
+        embeddings=lambda text: [1.0, 0.0] if waited(text) == "the loop ran" else [0.0, 1.0],
+    )
+
+    async def ask_it() -> str:
+        if scripted == "streamed":
+            return [event async for event in fake.stream(ask("q"), None, PARAMS)][-1].text
+        if scripted == "scores":
+            label = (await fake.score_labels(ask("q"), ["blocked", "ran"], PARAMS)).answer
+            return "the loop ran" if label == "ran" else "the loop was blocked"
+        if scripted == "embeddings":
+            vector = (await fake.embed(["q"])).vectors[0].tolist()
+            return "the loop ran" if vector == [1.0, 0.0] else "the loop was blocked"
+        return (await fake.complete(ask("q"), None, PARAMS)).text
+
+    async def run_something_else() -> None:
+        await asyncio.sleep(0)
+        loop_ran.set()
+
+    answer, _ = await asyncio.gather(ask_it(), run_something_else())
+    assert answer == "the loop ran"
 
 
 # --- structured answers and refusals -------------------------------------------------------------------------------
