@@ -32,7 +32,7 @@ def _nothing(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    """Print the turns ``args`` select, or on stderr that none match; returns the exit code (2 for a wordless search)."""
+    """Print the turns ``args`` select, or on stderr that none match; the exit code (2 for a wordless search)."""
     from aiforge.core.types import UsageError
     from aiforge.store.access import store_of
     from aiforge.store.log import TurnLog
