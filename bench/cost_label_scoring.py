@@ -173,7 +173,8 @@ def classify_default_and_calibrated(quick: bool) -> list[Row]:
         scored = texts.aiforge.classify(template, labels, agent=agent, concurrency=1)
         per_row = (time.perf_counter() - started) / len(data)
         calibrated = texts.aiforge.classify(template, labels, agent=agent, concurrency=1, calibrate=True)
-        answered_by = {r.trace[0]["name"] for r in scored.attrs["aiforge"].results}
+        # Not trace[0]: at concurrency=1 a row's first record is its wait for the worker.
+        answered_by = {next(s["name"] for s in r.trace if s["step"] != "wait") for r in scored.attrs["aiforge"].results}
         rows.append(
             Row(
                 GROUP,

@@ -2,8 +2,10 @@
 
 pytest loads this file when it collects ``notebooks/``. The environment is set here, at import, because nbval
 starts one kernel per notebook and the kernel inherits the environment of that moment: a private HOME and XDG
-folders (tests/support/isolation.py), no API keys and no AIFORGE_* settings, and each notebook its own empty
-store, as tests/notebooks/refresh_outputs.py does when it records the outputs nbval compares against.
+folders (tests/support/isolation.py), no API keys and no AIFORGE_* settings, AIFORGE_STORE included. So a
+kernel starts as one in the user's JupyterLab does, and each tutorial must give itself a store of its own in
+its setup cell (a fresh file): after every cell, the user's own store (the default file, here in the private
+home) must not exist, else that cell fails, naming the file.
 """
 
 from __future__ import annotations
@@ -25,24 +27,52 @@ kernel_environment()
 ISOLATED_HOME = isolate_home()
 
 
-def notebook_store(notebook: Path) -> Path:
-    """The store file the kernel of ``notebook`` writes to: one per notebook, in the run's private home."""
-    return ISOLATED_HOME.home / "notebook-stores" / notebook.stem / "store.sqlite"
+def user_store() -> Path:
+    """The store a kernel writes to when nothing names another: the default file, in the run's private home."""
+    import platformdirs
+
+    store = Path(platformdirs.user_data_dir("aiforge")) / "store.sqlite"
+    assert ISOLATED_HOME.home in store.parents, f"{store} is not in the run's private home"
+    return store
+
+
+def _remove(store: Path) -> None:
+    for written in store.parent.glob(store.name + "*"):  # with its -wal and -shm files
+        written.unlink()
 
 
 class NotebookStores:
-    """Names a notebook's own store before nbval starts its kernel (in the setup of the notebook's first cell)."""
+    """Starts each notebook's kernel with no AIFORGE_STORE, and fails a cell after which the user's store exists.
+
+    The store is removed when a notebook starts (a test of the same run may have made it in the private home)
+    and after a failing cell, so each notebook is judged on its own.
+    """
+
+    def __init__(self) -> None:
+        self.notebook: Path | None = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        if item.path.suffix == ".ipynb":
-            store = notebook_store(item.path)
-            store.parent.mkdir(parents=True, exist_ok=True)
-            os.environ["AIFORGE_STORE"] = str(store)
+        if item.path.suffix == ".ipynb" and item.path != self.notebook:  # before nbval starts its kernel
+            self.notebook = item.path
+            os.environ.pop("AIFORGE_STORE", None)
+            _remove(user_store())
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> object:
+        result = yield
+        store = user_store()
+        if item.path.suffix == ".ipynb" and store.exists():
+            _remove(store)
+            raise AssertionError(
+                f"{item.path.name}: after this cell the user's own store exists ({store}): the notebook made an "
+                'agent before setting a store of its own (os.environ["AIFORGE_STORE"] in its setup cell)'
+            )
+        return result
 
 
 def pytest_configure(config: pytest.Config) -> None:
     # Registered as a plugin, not left as this conftest's hook, so a notebook outside notebooks/ (a test's
-    # probe) collected in the same run gets its own store too.
+    # probe) collected in the same run is checked too.
     if not config.pluginmanager.has_plugin("aiforge-notebook-stores"):
         config.pluginmanager.register(NotebookStores(), "aiforge-notebook-stores")

@@ -92,10 +92,17 @@ def test_a_chat_in_a_subprocess_with_the_default_store_logs_to_the_private_home(
     assert _log_rows(store, prompt) == 1
 
 
-def _probe_notebook(path: Path, facts: Path, prompt: str) -> None:
+def _probe_notebook(path: Path, facts: Path, prompt: str, *, own_store: bool) -> None:
+    """A one-cell notebook that makes a turn and writes where it went; with ``own_store``, first its own store,
+    as every tutorial's setup cell does."""
     source = (
-        "import json, os, sqlite3, platformdirs\n"
-        "from aiforge import ChatAgent\n"
+        "import json, os, sqlite3, tempfile, platformdirs\n"
+        + (
+            "os.environ['AIFORGE_STORE'] = os.path.join(tempfile.mkdtemp(prefix='aiforge-tutorial-'), 'store.sqlite')\n"
+            if own_store
+            else ""
+        )
+        + "from aiforge import ChatAgent\n"
         "from aiforge.store.access import store_of\n"
         "from aiforge.store.log import flush_all\n"
         f"ChatAgent(provider='scripted').chat({prompt!r})\n"
@@ -115,19 +122,28 @@ def _probe_notebook(path: Path, facts: Path, prompt: str) -> None:
 
 
 @pytest.mark.slow
-def test_nbval_kernels_get_the_private_home_and_their_notebooks_own_store(tmp_path: Path) -> None:
-    """The README's nbval command, on a probe notebook collected beside notebooks/ (so its conftest loads)."""
+def test_nbval_kernels_get_the_private_home_and_fail_a_notebook_that_writes_the_users_store(tmp_path: Path) -> None:
+    """The README's nbval command, on two probe notebooks collected beside notebooks/ (so its conftest loads): the
+    kernels start as in the user's JupyterLab (no AIFORGE_STORE) in the private home; the probe that sets its own
+    store first passes, the one that writes to the user's store fails (issue 30 item 10: the tutorials did)."""
     prompt = "isolation probe from an nbval kernel"
-    probe, facts = tmp_path / "isolation_probe.ipynb", tmp_path / "facts.json"
-    _probe_notebook(probe, facts, prompt)
+    own, own_facts = tmp_path / "isolation_probe_own_store.ipynb", tmp_path / "own.json"
+    careless, careless_facts = tmp_path / "isolation_probe_users_store.ipynb", tmp_path / "careless.json"
+    _probe_notebook(own, own_facts, prompt, own_store=True)
+    _probe_notebook(careless, careless_facts, prompt, own_store=False)
     env = {**os.environ, "OPENAI_API_KEY": "sk-test-must-not-reach-the-kernel"}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env"]
-    command += ["-k", "isolation_probe", "notebooks", str(probe)]
+    command += ["-k", "isolation_probe", "notebooks", str(own), str(careless)]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    seen = json.loads(facts.read_text())
+    output = done.stdout + done.stderr
+    assert done.returncode == 1 and "1 failed, 1 passed" in output, output
+    assert "isolation_probe_users_store.ipynb: after this cell the user's own store exists" in output
+
+    seen = json.loads(own_facts.read_text())
     _assert_private(seen["home"])
     _assert_private(seen["data"])
-    assert Path(seen["store"]) == _private_home() / "notebook-stores" / "isolation_probe" / "store.sqlite"
-    assert seen["rows"] == 1
+    assert not Path(seen["store"]).is_relative_to(seen["data"]) and seen["rows"] == 1
     assert seen["keys"] == []
+    wrote = json.loads(careless_facts.read_text())
+    assert Path(wrote["store"]) == Path(wrote["data"]) / "store.sqlite" and wrote["rows"] == 1
+    _assert_private(wrote["store"])  # the user's store of the run's private home, never the real one

@@ -85,8 +85,6 @@ async def _run_items(
     if options.cascade is not None and not options.estimate:  # its estimate is the plans' cascade row
         return await run_cascade(owner, items, options, run_items)
     spec = options.output
-    if spec is not None and not options.estimate:
-        warn_if_embedded(owner.provider)
     prompts = batch_prompts(items, options.prompt)
     check_packable(owner, options.pack)
     inputs = prompts.texts
@@ -110,6 +108,8 @@ async def _run_items(
         pricer = pricer_of(owner, spec)
         estimate = estimate_of(pricer, inputs, done, errors, dedup=served_again is not None)
         return dataclasses.replace(estimate, plans=plans_of(owner, prompts, options, pricer, done, errors))
+    if spec is not None:  # after every check above: a usage error comes alone, without this warning before it
+        warn_if_embedded(owner.provider)
     if served_again is not None:
         done.update({index: served_again(done[twin]) for index, twin in duplicates.answered.items()})
     shown = progress_enabled(owner.settings.PROGRESS_BAR) and inputs

@@ -21,8 +21,18 @@ def add_parser(commands: Any) -> None:
     logs.add_argument("--json", action="store_true", help="one JSON object per line, every column")
 
 
+def _nothing(args: argparse.Namespace) -> str:
+    """The line for an empty answer: which filters found nothing, or that nothing is logged yet."""
+    filters = [
+        f"--{name} {value!r}"
+        for name, value in (("session", args.session), ("search", args.search), ("model", args.model))
+        if value
+    ]
+    return f"no turns match {' '.join(filters)}" if filters else "no turns logged yet"
+
+
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    """Print the turns ``args`` select; returns the exit code (2 for a search with no word in it)."""
+    """Print the turns ``args`` select, or on stderr that none match; the exit code (2 for a wordless search)."""
     from aiforge.core.types import UsageError
     from aiforge.store.access import store_of
     from aiforge.store.log import TurnLog
@@ -32,6 +42,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     except UsageError as exc:  # a search with no word in it: a usage error (exit 2), like argparse's
         print(f"aiforge: error: argument --search: {exc}", file=sys.stderr)
         return 2
+    if not rows:  # say so, on stderr (stdout stays JSON lines with --json); finding nothing is no error: exit 0
+        print(f"aiforge: {_nothing(args)}", file=sys.stderr)
+        return 0
     for row in rows:
         if args.json:
             out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")

@@ -124,11 +124,14 @@ class OutputSpec:
         """The reply as an instance of the output type; ``OutputValidationError`` on bad JSON or a mismatch.
 
         Tolerates a ```json fence around the JSON, and for non-object types both the wrapped
-        ``{"value": ...}`` form and the bare value.
+        ``{"value": ...}`` form and the bare value; for a label type (``Literal["positive", "negative"]``, a
+        string ``Enum``) also one of its labels as it is, unquoted (``positive``): the answer is unambiguous.
         """
         try:
             data = json.loads(_unfenced(text))
         except ValueError as exc:
+            if (label := self._bare_label(text)) is not None:
+                return self.adapter.validate_json(json.dumps(label))
             errors: list[dict[str, Any]] = [
                 {"type": "json_invalid", "loc": (), "msg": f"Invalid JSON: {exc}", "input": text}
             ]
@@ -146,6 +149,12 @@ class OutputSpec:
             raise OutputValidationError(
                 f"The reply does not match {self.name}: {summary}", raw_text=text, errors=errors
             ) from None
+
+    def _bare_label(self, text: str) -> str | None:
+        """``text`` (stripped) when it is exactly one of a label type's string values; else None."""
+        labels = None if self.is_object else self.schema.get("enum")
+        answer = text.strip()
+        return answer if isinstance(labels, list) and answer in labels else None
 
     def feedback(self, error: OutputValidationError) -> str:
         """The follow-up message telling the model what was wrong with its last reply."""

@@ -46,6 +46,18 @@ def _env(name: str) -> Any:
     return Field(default=None, validation_alias=AliasChoices(ENV_PREFIX + name, name))
 
 
+def where_to_set(name: str) -> str:
+    """Where a user sets the setting ``name``: the environment variables it is read from, and the YAML key.
+
+    ``AIFORGE_<NAME>``, and the bare name only for the standard ones (``OPENAI_API_KEY``); a bare
+    ``GATEWAY_API_KEY`` is not read, and when one is set in the environment the text says so.
+    """
+    variables = (name, ENV_PREFIX + name) if name in _STANDARD_ENV else (ENV_PREFIX + name,)
+    unread = name not in _STANDARD_ENV and os.environ.get(name) and not os.environ.get(ENV_PREFIX + name)
+    note = f" ({name} is set in the environment, but aiforge reads only {ENV_PREFIX}{name})" if unread else ""
+    return f"{' or '.join(variables)} in the environment, or {name} in aiforge.yaml{note}"
+
+
 def _cache_value(value: Any) -> Any:
     """``AIFORGE_CACHE=true`` / ``0`` arrive as text: read the usual words as booleans, keep anything else a path."""
     if isinstance(value, str) and value.strip().lower() in _BOOLEAN_WORDS:

@@ -17,21 +17,37 @@ from aiforge.core.types import TraceRecord
 def with_steps(trace: list[TraceRecord], steps: Sequence[TraceRecord]) -> list[TraceRecord]:
     """``trace`` with ``steps`` (waits and retries, from ``core.waits``) placed by their ``start_ms``.
 
-    Each step goes before the first record that started after it; records without a ``start_ms`` keep their
-    place. A model call starts before the waits and retries inside it, so they follow it.
+    Each step goes before the first record that started after it, or before the model call it happened inside
+    (a wait for the embedded engine's slot or the pacer, a failed attempt retried): a model call stays the last
+    record of what it did, so ``response.trace[-1]`` of a plain reply is its model call, however busy the
+    machine. Records without a ``start_ms`` keep their place. The timeline still draws each step at its time.
 
-    >>> with_steps([{"step": "model", "node": "route", "name": "chat", "start_ms": 0.0}],
-    ...            [{"step": "wait", "node": "queue", "name": "worker", "start_ms": -5.0}])[0]["name"]
-    'worker'
+    >>> [r["name"] for r in with_steps(
+    ...     [{"step": "model", "node": "route", "name": "chat", "start_ms": 0.0, "latency_ms": 30.0}],
+    ...     [{"step": "wait", "node": "queue", "name": "worker", "start_ms": -5.0},
+    ...      {"step": "wait", "node": "queue", "name": "engine", "start_ms": 2.0, "latency_ms": 20.0}])]
+    ['worker', 'engine', 'chat']
     """
     if not steps:
         return trace
     merged = list(trace)
     for step in steps:
         start = step.get("start_ms", 0.0)
-        at = next((i for i, r in enumerate(merged) if r.get("start_ms", start) > start), len(merged))
+        at = next((i for i, r in enumerate(merged) if _starts_after(r, start) or _holds(r, start)), len(merged))
         merged.insert(at, step)
     return merged
+
+
+def _starts_after(record: TraceRecord, moment_ms: float) -> bool:
+    return bool(record.get("start_ms", moment_ms) > moment_ms)
+
+
+def _holds(record: TraceRecord, moment_ms: float) -> bool:
+    """Whether ``moment_ms`` lies inside the model call ``record`` (from its start to its end)."""
+    if record.get("step") != "model" or "start_ms" not in record:
+        return False
+    begun = float(record["start_ms"])
+    return begun <= moment_ms <= begun + float(record.get("latency_ms") or 0.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ shows it as a ``retry`` step, apart from the model call's answer.
 
 The record also collects the trace steps that happen below the chat graph, where no node sees them: each wait
 (``wait`` records) and each retry (``retry`` records); the turn merges them
-into its trace by their ``start_ms``, the offset from the turn's start (``origin``).
+into its trace by their ``start_ms``, the offset from the turn's start (``origin``), a step inside a model call
+before that call's record (``core.trace_steps.with_steps``).
 
 The record travels in a context variable: set when the turn starts, it is seen by the pacer and the
 provider in every task the turn starts (tasks copy the context, and the copy names the same record).

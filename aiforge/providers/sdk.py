@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol, TypeVar
 
 from aiforge.core.retry import RetryPolicy, call_with_retries, iterate_with_retries
+from aiforge.core.settings import where_to_set
 from aiforge.core.types import CallParams, Completion, ConfigError, Message, ProviderError, ToolSpec
 from aiforge.providers.base import Provider, StreamEvent
 from aiforge.providers.pacing import pacer_for
@@ -57,8 +58,8 @@ class Endpoint:
         url = getattr(settings, self.url_setting) or self.default_url
         if not url:
             raise ConfigError(
-                f"the {self.provider} provider needs the gateway's URL: set AIFORGE_{self.url_setting} "
-                f"in the environment or {self.url_setting} in aiforge.yaml (e.g. http://localhost:8000/v1)."
+                f"the {self.provider} provider needs the gateway's URL (e.g. http://localhost:8000/v1): set "
+                f"{where_to_set(self.url_setting)}."
             )
         return url
 
@@ -68,10 +69,7 @@ class Endpoint:
             return key
         if not self.needs_key:
             return PLACEHOLDER_KEY
-        raise ConfigError(
-            f"the {self.provider} provider needs an API key: set {self.key_setting} (or AIFORGE_{self.key_setting}) "
-            f"in the environment, or {self.key_setting} in aiforge.yaml."
-        )
+        raise ConfigError(f"the {self.provider} provider needs an API key: set {where_to_set(self.key_setting)}.")
 
     def model(self, settings: AIForgeSettings) -> str:
         return (getattr(settings, self.model_setting) if self.model_setting else None) or self.default_model

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from aiforge.core.logs import redact
 from aiforge.core.retry import parse_retry_after
+from aiforge.core.settings import where_to_set
 from aiforge.core.types import (
     APIConnectionError,
     APITimeoutError,
@@ -142,7 +143,7 @@ def error_for_status(
     if status == 429:
         return RateLimitError(message, retry_after=parse_retry_after(headers), **common)
     if status == 401:
-        hint = f"; check {key_setting} (environment or aiforge.yaml)" if key_setting else ""
+        hint = f"; check {where_to_set(key_setting)}" if key_setting else ""
         return AuthenticationError(message + hint, **common)
     refusal = context_refusal(message, body)
     if refusal is not None:

@@ -67,3 +67,21 @@ def test_the_warning_shows_as_one_line_without_a_path_or_a_source_line() -> None
     assert shown == "EmbeddedModelWarning: use a real provider\n"
     other = warnings.formatwarning("other", UserWarning, "/tmp/ipykernel_1/2.py", 16, "x = 1")
     assert other.startswith("/tmp/ipykernel_1/2.py:16: UserWarning: other") and "x = 1" in other
+
+
+@pytest.mark.embedded
+@pytest.mark.usefixtures("a_fresh_process")
+def test_a_typed_batch_with_a_bad_template_is_the_usage_error_alone(tmp_path, capsys) -> None:
+    from aiforge.cli import main
+
+    source = tmp_path / "reviews.csv"
+    source.write_text("review\nGreat kettle\n", encoding="utf-8")
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        code = main(["batch", str(source), "--prompt", "{reveiw}", "--labels", "pos,neg", "-p", "local"])
+        with pytest.raises(ValueError, match="did you mean 'review'"):
+            REVIEWS.aiforge.map("Product of: {reveiw}", output=Product, agent=ChatAgent(provider="local"))
+    assert code == 2 and "did you mean 'review'?" in capsys.readouterr().err
+    assert [w.category.__name__ for w in shown] == []
+    with pytest.warns(EmbeddedModelWarning):  # not spent by the failed batches: the next real one still warns
+        REVIEWS.aiforge.classify("{review}", ["pos", "neg"], agent=ChatAgent(provider="local", MAX_TOKENS=4))

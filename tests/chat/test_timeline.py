@@ -79,7 +79,7 @@ def test_the_retry_is_a_trace_record_and_its_backoff_stays_in_the_latency(retrie
     assert retry["node"] == "provider" and 0 <= retry["latency_ms"] <= INITIAL_BACKOFF * 1000
     assert response.queue_ms == 0.0  # a retry's backoff is the request's own time, not a wait for a turn
     assert response.latency_ms >= retry["latency_ms"]
-    assert [r["step"] for r in response.trace] == ["model", "retry", "tool", "model"]
+    assert [r["step"] for r in response.trace] == ["retry", "model", "tool", "model"]  # inside its call: first
 
 
 def test_the_frame_has_one_typed_row_per_step(retried_tool_turn) -> None:

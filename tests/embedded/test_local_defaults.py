@@ -112,3 +112,19 @@ def test_an_agent_with_a_small_max_tokens_does_not_cap_a_later_agent_on_the_same
     ChatAgent(provider="local", memory="none", MAX_TOKENS=4).chat("Hi!")
     response = ChatAgent(provider="local", memory="none").chat("Write a long essay about mountains")
     assert response.output_tokens > 4
+
+
+def test_a_turn_that_waited_for_the_engine_still_ends_with_its_model_call() -> None:
+    """Three rows at once on the engine's one slot: two wait for it inside their model call, and that wait goes
+    before the call's record (issue 30 item 11: trace[-1] was the wait, and ``["finish_reason"]`` a KeyError)."""
+    agent = ChatAgent(provider="local", memory="none", MAX_TOKENS=8, PROGRESS_BAR=False)
+    result = agent.run_batch(["Describe the sea", "Describe a forest", "Describe a desert"], concurrency=3)
+
+    assert not result.failed
+    engine_waits = 0
+    for response in result.results:
+        assert response.trace[-1]["step"] == "model" and response.trace[-1]["finish_reason"] == "length"
+        steps = [r["step"] for r in response.trace]
+        assert steps.count("model") == 1 and set(steps[:-1]) <= {"wait"}
+        engine_waits += sum(r["step"] == "wait" and r["name"] == "engine" for r in response.trace)
+    assert engine_waits >= 2  # one slot, three rows: the second and third waited for the ones before them

@@ -159,3 +159,28 @@ def test_each_tutorial_ends_by_pointing_to_the_next(name: str, following: str) -
 def test_only_the_last_tutorial_says_the_tutorials_end() -> None:
     saying = [name for name in EXPECTED if "end of the tutorials" in _notebook(name).cells[-1].source]
     assert saying == [EXPECTED[-1]]
+
+
+TURN_MAKERS = ("ChatAgent(", "ChatPanel(", ".aiforge.", "%%chat", "%chat", "Client(")
+"""What builds an agent or runs one (an unindented line: a function's body runs only when it is called)."""
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_each_tutorial_sets_a_store_of_its_own_before_its_first_turn(name: str) -> None:
+    """Run in JupyterLab, a tutorial's turns (scripted ones included) stayed in the user's own log (issue 30
+    item 10): each sets AIFORGE_STORE to a fresh temporary file in a cell no turn comes before. nbval checks the
+    same by running them (notebooks/conftest.py: the user's store must not exist after any cell)."""
+    cells = _code_cells(_notebook(name))
+    setting = next(
+        (i for i, cell in enumerate(cells) if re.search(r'os\.environ\["AIFORGE_STORE"\] = .*tempfile\.mkdtemp\(',
+                                                          cell.source)),
+        None,
+    )
+    assert setting is not None, f"{name} does not set AIFORGE_STORE to a fresh temporary file"
+    before = cells[setting].source.split('os.environ["AIFORGE_STORE"]')[0]
+    earlier = [cell.source for cell in cells[:setting]] + [before]
+    for source in earlier:
+        for line in source.splitlines():
+            assert line.startswith((" ", "\t", "#")) or not any(m in line for m in TURN_MAKERS), (
+                f"{name}: {line!r} runs before the tutorial's own store is set"
+            )

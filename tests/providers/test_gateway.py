@@ -100,3 +100,34 @@ async def test_service_tier_is_sent_to_the_gateway(llm_server: LLMServer, make_p
     )
     assert llm_server.requests[-1].body["service_tier"] == "flex"
     assert completion.service_tier == "flex"  # what the server says served it
+
+
+async def test_a_bare_gateway_api_key_is_not_read_and_the_401_says_which_variable_is(
+    llm_server: LLMServer, make_provider: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only OPENAI_/ANTHROPIC_ keys are read under their bare names: a 401 names AIFORGE_GATEWAY_API_KEY and
+    says the bare GATEWAY_API_KEY set in the environment is not read (issue 30 item 10)."""
+    monkeypatch.setenv("GATEWAY_API_KEY", SECRET)
+    assert load_settings().GATEWAY_API_KEY is None
+    llm_server.enqueue(Fault(401, message="missing token"))
+    with pytest.raises(AuthenticationError) as info:
+        await make_provider(llm_server.openai_base_url).complete(HELLO, None, CallParams(model="m"))
+    assert llm_server.requests[-1].headers["authorization"] == f"Bearer {PLACEHOLDER_KEY}"
+    message = str(info.value)
+    assert "check AIFORGE_GATEWAY_API_KEY in the environment, or GATEWAY_API_KEY in aiforge.yaml" in message
+    assert "(GATEWAY_API_KEY is set in the environment, but aiforge reads only AIFORGE_GATEWAY_API_KEY)" in message
+    assert SECRET not in message
+
+    monkeypatch.setenv("AIFORGE_GATEWAY_API_KEY", SECRET)  # the variable it names works, and the note goes
+    llm_server.enqueue(Fault(401, message="wrong token"))
+    with pytest.raises(AuthenticationError) as info:
+        await make_provider(llm_server.openai_base_url).complete(HELLO, None, CallParams(model="m"))
+    assert llm_server.requests[-1].headers["authorization"] == f"Bearer {SECRET}"
+    assert "is set in the environment" not in str(info.value)
+
+
+def test_a_missing_openai_key_names_both_environment_variables_it_is_read_from() -> None:
+    from aiforge.providers.openai import OpenAIProvider
+
+    with pytest.raises(ConfigError, match="set OPENAI_API_KEY or AIFORGE_OPENAI_API_KEY in the environment, or "):
+        OpenAIProvider(load_settings(PROVIDER="openai", OPENAI_API_KEY=None))

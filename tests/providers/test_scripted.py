@@ -367,3 +367,34 @@ def test_the_output_asked_for_is_recorded_with_each_call() -> None:
 
     assert fake.calls[0].params.output is OutputSpec.of(Review)
     assert fake.calls[1].params.output is None
+
+
+def test_a_bare_label_reply_answers_a_label_batch_in_one_request_per_row() -> None:
+    """``"positive"`` as written, not only ``json.dumps("positive")`` (issue 30 item 10: every row failed as "not
+    valid JSON", three requests a row). Only an exact label is taken: other text still fails and is asked again."""
+    import enum
+
+    import pandas as pd
+
+    from aiforge import ChatAgent
+    from aiforge.core.output import OutputValidationError
+
+    reviews = pd.Series([f"review {i}" for i in range(20)])
+    scripted = ScriptedProvider(default="positive")
+    labels = reviews.aiforge.classify("{value}", ["positive", "negative"], agent=ChatAgent(provider=scripted))
+    assert labels.tolist() == ["positive"] * 20 and len(scripted.calls) == 20
+    assert not labels.attrs["aiforge"].failed
+
+    class Mood(enum.Enum):
+        HAPPY = "happy"
+        SAD = "sad"
+
+    assert OutputSpec.of(Mood).validate(" happy\n") is Mood.HAPPY
+    assert OutputSpec.of(Literal["positive", "negative"]).validate("negative") == "negative"
+    for text, output in (("Positive", Literal["positive", "negative"]), ("positive.", Literal["positive", "negative"]),
+                         ("positive", str), ("positive", Review)):
+        with pytest.raises(OutputValidationError, match="not valid JSON"):
+            OutputSpec.of(output).validate(text)
+    rows = ScriptedProvider(default="maybe")
+    failed = reviews[:2].aiforge.classify("{value}", ["positive", "negative"], agent=ChatAgent(provider=rows))
+    assert len(failed.attrs["aiforge"].failed) == 2 and len(rows.calls) == 2 * 3  # not a label: asked again

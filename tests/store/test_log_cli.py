@@ -45,3 +45,17 @@ def test_logs_with_the_store_off_is_a_one_line_error(monkeypatch, capsys) -> Non
     monkeypatch.setenv("AIFORGE_STORE", "false")
     assert run("logs")[0] == 1
     assert "STORE setting is off" in capsys.readouterr().err
+
+
+def test_logs_that_find_nothing_say_so_on_stderr_and_exit_0(capsys) -> None:
+    assert run("logs")[0] == 0
+    assert capsys.readouterr().err == "aiforge: no turns logged yet\n"
+    assert run("chat", "--provider", "scripted", "a question about giraffes")[0] == 0
+    capsys.readouterr()
+
+    code, out = run("logs", "--search", "zebra")
+    assert (code, out) == (0, "") and capsys.readouterr().err == "aiforge: no turns match --search 'zebra'\n"
+    code, out = run("logs", "--search", "zebra", "--session", "s1", "--json")  # stdout stays JSON lines: empty
+    assert (code, out) == (0, "") and "no turns match --session 's1' --search 'zebra'" in capsys.readouterr().err
+    code, out = run("logs", "--search", "giraffes")
+    assert code == 0 and "giraffes" in out and capsys.readouterr().err == ""

@@ -166,5 +166,5 @@ def test_a_retry_s_backoff_is_latency_not_queue_ms(server: LLMServer) -> None:
     (retry,) = [r for r in response.trace if r["step"] == "retry"]
     assert row["queue_ms"] == response.queue_ms == 0.0
     assert row["latency_ms"] == response.latency_ms >= retry["latency_ms"] + 2 * DELAY * 1000  # two answers
-    assert [r["step"] for r in row["trace"]] == ["model", "retry"]  # the log keeps the trace
+    assert [r["step"] for r in row["trace"]] == ["retry", "model"]  # the log keeps the trace
     assert server.request_count == 2
