@@ -35,6 +35,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -212,26 +213,31 @@ def _stop(server: LabServer) -> None:
             server.process.wait(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    base = tmp_path_factory.mktemp("lab")
+@contextmanager
+def lab_server(base: Path, notebooks: dict[str, dict], progress_bars: bool = False) -> Iterator[LabServer]:
+    """A JupyterLab server in ``base`` serving ``notebooks`` (file name -> notebook), stopped afterwards.
+
+    Kernels start with ``TQDM_DISABLE=1`` unless ``progress_bars``: then batches draw their notebook bars.
+    """
     root, settings = base / "root", base / "user-settings"
     root.mkdir()
-    (root / "chat_panel_test.ipynb").write_text(json.dumps(_notebook(PANEL_CELL), indent=1))
-    (root / LONG_NOTEBOOK).write_text(json.dumps(_notebook(LONG_PANEL_CELL), indent=1))
+    for name, notebook in notebooks.items():
+        (root / name).write_text(json.dumps(notebook, indent=1))
     for name, values in LAB_SETTINGS.items():
         path = settings / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIFORGE_") and not k.endswith("_API_KEY")}
+    env.pop("TQDM_DISABLE", None)
     env.update(
         JUPYTER_CONFIG_DIR=str(base / "config"),
         JUPYTER_RUNTIME_DIR=str(base / "runtime"),
         JUPYTER_DATA_DIR=str(base / "data"),  # notebook-signing key; extensions and kernels come from sys.prefix
         IPYTHONDIR=str(base / "ipython"),
-        TQDM_DISABLE="1",
     )
+    if not progress_bars:
+        env["TQDM_DISABLE"] = "1"
     port, token = _free_port(), secrets.token_hex(16)
     log = base / "jupyter.log"
     command = [
@@ -264,6 +270,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     finally:
         _stop(server)
         shutil.rmtree(base / "runtime", ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    notebooks = {"chat_panel_test.ipynb": _notebook(PANEL_CELL), LONG_NOTEBOOK: _notebook(LONG_PANEL_CELL)}
+    with lab_server(tmp_path_factory.mktemp("lab"), notebooks) as server:
+        yield server
 
 
 # ---------------------------------------------------------------------------------------------------------------
