@@ -109,6 +109,9 @@ FOLLOW_JS = """\
 PANEL_JS = ENTER_TO_SEND_JS + FOLLOW_JS
 """The JavaScript displayed with every panel."""
 
+TRANSCRIPT_HEIGHT = "min(460px, 50vh)"
+"""The transcript's height, empty or full: the panel keeps one size, and its input one place on the page."""
+
 JUMP_HTML = "<button class='aiforge-chat-jump' type='button'>↓ New messages</button>"
 """The "new messages" affordance; hidden unless ``FOLLOW_JS`` marks the panel as having unread text."""
 
@@ -207,11 +210,12 @@ def panel_widgets(header_html: str) -> PanelWidgets:
     )
     # The "new messages" button sticks to the scroller's bottom edge, below the messages, while it shows.
     jump = widgets.HTML(JUMP_HTML, _dom_classes=["aiforge-chat-jump-row"])
-    # Bounded (460 px, half the page on a small screen) so the input below stays in view after a long answer;
-    # never sideways (overflow x hidden, y auto): STYLE wraps long words and code lines instead.
+    # One fixed height (460 px, half the page on a small screen) from the start, so the input below never moves:
+    # a transcript that grew with each message up to a bound pushed the input below the page until it got there.
+    # Never sideways (overflow x hidden, y auto): STYLE wraps long words and code lines instead.
     scroller = widgets.VBox(
         [messages, jump],
-        layout=widgets.Layout(max_height="min(460px, 50vh)", overflow="hidden auto", padding="2px 4px"),
+        layout=widgets.Layout(height=TRANSCRIPT_HEIGHT, overflow="hidden auto", padding="2px 4px"),
         _dom_classes=["aiforge-chat-scroller"],
     )
     text = widgets.Textarea(

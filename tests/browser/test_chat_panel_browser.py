@@ -35,6 +35,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,6 +104,15 @@ panel = ChatPanel(agent=ChatAgent(provider=ScriptedProvider(default=model, delay
 panel
 """
 LONG_NOTEBOOK = "chat_panel_long.ipynb"
+
+# A panel with short, quick answers, below a long text: the page can be scrolled so the panel sits at its bottom.
+SHORT_PANEL_CELL = """\
+from aiforge import ChatAgent, ChatPanel, ScriptedProvider
+
+panel = ChatPanel(agent=ChatAgent(provider=ScriptedProvider(default="A short answer, two lines long.\\nThe end.")))
+panel
+"""
+SHORT_NOTEBOOK = "chat_panel_short.ipynb"
 LONG_VIEWPORT = {"width": 1280, "height": 720}  # a laptop screen's page, under the browser's own bars
 SCROLLER_MAX_PX = 460
 SCROLLER_MAX_VIEWPORT = 0.5  # of the page's height
@@ -212,26 +222,31 @@ def _stop(server: LabServer) -> None:
             server.process.wait(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    base = tmp_path_factory.mktemp("lab")
+@contextmanager
+def lab_server(base: Path, notebooks: dict[str, dict], progress_bars: bool = False) -> Iterator[LabServer]:
+    """A JupyterLab server in ``base`` serving ``notebooks`` (file name -> notebook), stopped afterwards.
+
+    Kernels start with ``TQDM_DISABLE=1`` unless ``progress_bars``: then batches draw their notebook bars.
+    """
     root, settings = base / "root", base / "user-settings"
     root.mkdir()
-    (root / "chat_panel_test.ipynb").write_text(json.dumps(_notebook(PANEL_CELL), indent=1))
-    (root / LONG_NOTEBOOK).write_text(json.dumps(_notebook(LONG_PANEL_CELL), indent=1))
+    for name, notebook in notebooks.items():
+        (root / name).write_text(json.dumps(notebook, indent=1))
     for name, values in LAB_SETTINGS.items():
         path = settings / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIFORGE_") and not k.endswith("_API_KEY")}
+    env.pop("TQDM_DISABLE", None)
     env.update(
         JUPYTER_CONFIG_DIR=str(base / "config"),
         JUPYTER_RUNTIME_DIR=str(base / "runtime"),
         JUPYTER_DATA_DIR=str(base / "data"),  # notebook-signing key; extensions and kernels come from sys.prefix
         IPYTHONDIR=str(base / "ipython"),
-        TQDM_DISABLE="1",
     )
+    if not progress_bars:
+        env["TQDM_DISABLE"] = "1"
     port, token = _free_port(), secrets.token_hex(16)
     log = base / "jupyter.log"
     command = [
@@ -264,6 +279,20 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     finally:
         _stop(server)
         shutil.rmtree(base / "runtime", ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    short = _notebook(SHORT_PANEL_CELL)
+    text = "\n\n".join(f"Paragraph {n} of the notebook's text above the panel." for n in range(1, 41))
+    short["cells"].insert(0, {"cell_type": "markdown", "id": "text", "metadata": {}, "source": text})
+    notebooks = {
+        "chat_panel_test.ipynb": _notebook(PANEL_CELL),
+        LONG_NOTEBOOK: _notebook(LONG_PANEL_CELL),
+        SHORT_NOTEBOOK: short,
+    }
+    with lab_server(tmp_path_factory.mktemp("lab"), notebooks) as server:
+        yield server
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -597,3 +626,52 @@ def test_a_long_answer_stays_inside_a_bounded_panel_with_no_sideways_scroll(sync
             raise
         finally:
             browser.close()
+
+
+def test_the_input_stays_in_view_from_the_first_message_on(sync_playwright, lab: LabServer) -> None:
+    """The panel at the bottom of the page, as after running its cell at a notebook's end: the transcript must not
+    grow with each message and push the input below the page before it reaches its bound (issue 30)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    measured: list[dict] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport=LONG_VIEWPORT)
+        try:
+            url = f"{lab.url}/lab/workspaces/short-answers/tree/{SHORT_NOTEBOOK}?reset&token={lab.token}"
+            page.goto(url, timeout=PANEL_TIMEOUT_MS)
+            page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=PANEL_TIMEOUT_MS)
+            _run_all_cells(page)
+            panel = page.locator(".aiforge-chat-panel")
+            panel.wait_for(state="visible", timeout=PANEL_TIMEOUT_MS)
+            panel.evaluate("el => el.scrollIntoView({ block: 'end' })")
+            page.wait_for_timeout(300)
+            measured.append(page.evaluate(BOUNDS_JS))
+            for turn in range(1, 5):
+                _send(panel, f"Question {turn}")
+                page.wait_for_function(
+                    f"() => document.querySelectorAll('.aiforge-chat-panel .aiforge-assistant').length === {turn}"
+                    " && !document.querySelector('.aiforge-chat-panel').textContent.includes('\u258c')",
+                    timeout=TURN_TIMEOUT * 1000,
+                )
+                page.wait_for_timeout(300)  # the follow script's scroll and any late layout
+                measured.append(page.evaluate(BOUNDS_JS))
+                if turn == 1:
+                    page.screenshot(path=str(ARTIFACTS / "panel_first_message_lab.png"))
+            page.screenshot(path=str(ARTIFACTS / "panel_short_answers_lab.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "panel_short_answers_failure.png"), full_page=True)
+            print(lab.log_tail())
+            raise
+        finally:
+            browser.close()
+
+    report = [
+        f"{m['input']['top']:.0f}..{m['input']['bottom']:.0f} in {m['view']['top']:.0f}..{m['view']['bottom']:.0f}"
+        for m in measured
+    ]
+    print("the input after 0..4 messages:", report)
+    for turns, m in enumerate(measured):
+        assert m["view"]["top"] - 1 <= m["input"]["top"] and m["input"]["bottom"] <= m["view"]["bottom"] + 1, (
+            f"after {turns} messages the input is out of the notebook's view: {report}"
+        )
+    assert measured[0]["input"]["bottom"] >= measured[0]["view"]["bottom"] - 200, f"not at the bottom: {report}"

@@ -97,6 +97,7 @@ STYLES: dict[str, str] = {
     "max-width": f"{_LENGTH_POS}|{_PERCENTAGE_POS}|none|auto",
     "min-width": f"{_LENGTH_POS}|{_PERCENTAGE_POS}|auto",
     "opacity": _NUMBER_ZERO_ONE,
+    "overflow-x": "visible|hidden|scroll|auto|no-display|no-content",
     "padding": rf"(({_PADDING_WIDTH})\s*){{1,4}}",
     "text-align": "left|right|center|justify",
     "white-space": "normal|pre|nowrap|pre-wrap|pre-line",

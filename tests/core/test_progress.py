@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aiforge.core.progress import progress_bar
+from aiforge.core.progress import bar_html, progress_bar
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -65,3 +65,14 @@ def test_a_terminal_bar_loads_neither_ipython_nor_ipywidgets() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_a_notebook_bar_is_one_line_of_html_that_jupyterlabs_sanitizer_keeps() -> None:
+    from tests.chat.jupyterlab_sanitizer import dropped
+
+    meter = {"n": 4, "total": 10, "elapsed": 2.0, "prefix": "aiforge batch", "unit": "item", "ncols": None}
+    page = bar_html(meter)
+
+    assert dropped(page) == []
+    assert "aiforge batch: " in page and "40%" in page and "4/10" in page and "width: 40.0%" in page
+    assert "&lt;b&gt;x&lt;/b&gt;: " in bar_html({**meter, "prefix": "<b>x</b>"})  # a description is text

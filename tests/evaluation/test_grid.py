@@ -288,6 +288,24 @@ def test_the_summary_shows_as_html_and_plots_accuracy_against_cost() -> None:
         plt.close(ax.figure)
 
 
+def test_the_summary_html_is_narrow_escaped_and_kept_by_jupyterlabs_sanitizer() -> None:
+    from tests.chat.jupyterlab_sanitizer import dropped
+
+    result = ROWS.head(8).aiforge.evaluate(
+        prompts={"<i>p</i>": "{review}"}, agents={"echo": echo_truth(), "const": constant()}, truth="label",
+        labels=LABELS,
+    )
+    page = result._repr_html_()
+
+    assert dropped(page) == []
+    assert "<div style='overflow-x: auto; max-width: 100%'><table" in page  # scrolls in its own box when narrow
+    assert "&lt;i&gt;p&lt;/i&gt;/echo" in page and "<i>" not in page  # a candidate's name is text
+    # One column per number, not one per bound: the intervals sit under their values.
+    assert page.count("<th>") == 9 + 2  # candidate, n, accuracy, kappa, macro F1, errors, tokens, cost, ms
+    assert "<td>1.000<br><small>0.676–1.000</small></td>" in page  # echo's accuracy on 8 rows, Wilson's bounds
+    assert "<td>272 / 16</td>" in page
+
+
 def test_candidates_on_the_same_point_of_the_plot_share_one_label() -> None:
     import matplotlib
 
