@@ -35,6 +35,13 @@ from aiforge.providers.base import Provider, StreamEvent, StructuredOutputMode
 from aiforge.providers.local import defaults
 from aiforge.providers.local.embeddings import LOCAL_EMBEDDING_LIMITS, embed_locally
 from aiforge.providers.local.engine import LocalEngine, default_threads, shared_engine
+from aiforge.providers.local.grounding import (
+    ToolTextGuard,
+    argument_choices,
+    grounding_text,
+    named_tool,
+    ungrounded_arguments,
+)
 from aiforge.providers.local.loops import LoopGuard
 from aiforge.providers.local.placeholders import (
     EXAMPLE_ANSWER,
@@ -51,8 +58,9 @@ from aiforge.providers.local.weights import resolve_model_path, warn_if_model_is
 
 DEFAULT_MAX_TOKENS = 512
 """Cap on generated tokens when neither the call nor MAX_TOKENS sets one: a tiny model can babble forever."""
-ATTEMPTS = 3
-"""Decodings of one constrained reply at most: the reply, a retry that cannot copy a placeholder, an answer alone."""
+ATTEMPTS = 4
+"""Decodings of one constrained reply at most: the reply, a retry that cannot copy a placeholder or invent a code
+or write a call as text, an answer alone."""
 
 
 class _Run:
@@ -266,22 +274,24 @@ class LocalProvider(Provider):
         """
         answer_only = ANSWER_SCHEMA if output is None else reply_schema([], output)
         plain_chat = chat_messages(messages, None, output)
+        said, grounds, usage = user_text(messages), grounding_text(messages), Usage()
         if output is None and messages and messages[-1]["role"] == "tool":
             schema, request["messages"], examples = answer_only, plain_chat, set()
         else:
-            schema, examples = reply_schema(tools, output), example_strings(tools)
-        said, usage = user_text(messages), Usage()
+            schema, examples = reply_schema(tools, output, argument_choices(tools, grounds)), example_strings(tools)
+        regrounded = forced = False
         for attempt in range(ATTEMPTS):
             request["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
             run, reply = _Run(loop), AnswerStream() if output is None else JsonAnswerStream()
             # Structured answers are JSON, which the guards' sentences and placeholders do not describe.
             guard = LoopGuard(self.loop_guard and output is None)
             copies = PlaceholderGuard({EXAMPLE_ANSWER} if examples else set(), enabled=output is None)
+            call_text = ToolTextGuard(tools, enabled=output is None)
             shown_any = False
             try:
                 async with aclosing(self._decode(run, request)) as deltas:
                     async for delta in deltas:
-                        piece = copies.feed(reply.feed(delta))
+                        piece = call_text.feed(copies.feed(reply.feed(delta)))
                         if copies.cut:
                             run.stop.set()
                         if piece and (shown := self._guarded(guard, run, piece)):
@@ -293,7 +303,7 @@ class LocalProvider(Provider):
                 if shown_any or attempt == ATTEMPTS - 1 or "does not match the expected" not in str(exc):
                     raise
                 copies.cut = True
-            piece = copies.finish()
+            piece = call_text.feed(copies.finish()) + call_text.finish()
             if piece and (shown := self._guarded(guard, run, piece)):
                 yield shown
             if rest := guard.flush():
@@ -301,10 +311,26 @@ class LocalProvider(Provider):
             usage += run.final_usage()
             text, tool_calls = parse_reply(reply)
             problem = reply_problem(text, tool_calls, copies.copied, messages, examples, said, output is not None)
+            ungrounded = ungrounded_arguments(tool_calls[0], tools, grounds) if tool_calls else []
+            if problem is None and ungrounded:
+                problem = "ungrounded"
+            elif problem is None and call_text.cut:
+                problem = "tool text"
             if problem is None:
                 break
+            calling = problem == "tool text" and request["messages"] is not plain_chat  # the tools were offered
+            named = named_tool(text, tools) if calling else None
             if problem == "placeholder" and attempt == 0:
                 schema = forbid_placeholders(schema)  # the same prompt; its grammar now forbids the copy
+            elif problem == "ungrounded" and not regrounded and (
+                choices := argument_choices(tools, grounds, {tool_calls[0]["name"]: ungrounded})
+            ):
+                # the same prompt; the invented code's argument can now only be one the conversation holds
+                schema, regrounded = reply_schema(tools, output, choices), True
+            elif named is not None and not forced:
+                # the answer was a call written as text: decode it as a call of the tool it names
+                schema = reply_schema([named], output, argument_choices([named], grounds), answer=False)
+                forced = True
             else:
                 schema, request["messages"], examples = forbid_placeholders(answer_only), plain_chat, set()
         else:
