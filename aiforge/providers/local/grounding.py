@@ -158,23 +158,41 @@ def is_tool_call_text(text: str, tools: list[ToolSpec]) -> bool:
     return _SNAKE.search(stripped) is not None or any(t["name"].lower() in lowered for t in tools)
 
 
-def named_tool(text: str, tools: list[ToolSpec]) -> ToolSpec | None:
-    """The tool whose name tool-call text holds (the longest name, so ``stock_level`` beats ``stock``)."""
+def meant_tool(text: str, tools: list[ToolSpec]) -> ToolSpec | None:
+    """The tool tool-call text meant: the one it names (the longest name, so ``stock_level`` beats
+    ``stock``), else the only one offered."""
     lowered = text.lower()
     named = [t for t in tools if t["name"].lower() in lowered]
-    return max(named, key=lambda t: len(t["name"])) if named else None
+    if named:
+        return max(named, key=lambda t: len(t["name"]))
+    return tools[0] if len(tools) == 1 else None
+
+
+def trailing_results(messages: list[Message]) -> str:
+    """The tool results the conversation ends with, as an answer: the result alone, or one line per tool."""
+    results: list[Message] = []
+    for message in reversed(messages):
+        if message["role"] != "tool":
+            break
+        results.insert(0, message)
+    if len(results) == 1:
+        return (results[0].get("content") or "").strip()
+    return "\n".join(f"{m.get('name') or 'tool'}: {(m.get('content') or '').strip()}" for m in results)
 
 
 class ToolTextGuard:
     """Fed an answer's text as it streams; holds it back while it could still be tool-call text.
 
     Held: the first word, and the whole answer when it opens with ``{``, ``[`` or ``name(``. Once
-    the answer is whole, ``finish`` releases it unless it is tool-call text (then ``cut`` is set).
+    the answer is whole, ``finish`` releases it unless it is tool-call text (then ``cut`` is set),
+    or, given the conversation as ``codes_from`` (before any tool result), one of its codes alone:
+    asked "Check the stock level for C-3003.", the answer ``C-3003`` was a call's argument.
     """
 
-    def __init__(self, tools: list[ToolSpec], enabled: bool = True) -> None:
+    def __init__(self, tools: list[ToolSpec], enabled: bool = True, codes_from: str = "") -> None:
         self.tools = tools
         self.enabled = enabled
+        self.codes_from = codes_from
         self.text = ""
         self.cut = False
         self._released = False
@@ -193,7 +211,8 @@ class ToolTextGuard:
         """The held text once the answer is complete, unless it is tool-call text."""
         if not self.enabled or self._released:
             return ""
-        if is_tool_call_text(self.text, self.tools):
+        echo = bool(self.codes_from) and is_code(self.text) and is_grounded(self.text, self.codes_from)
+        if echo or is_tool_call_text(self.text, self.tools):
             self.cut = True
             return ""
         return self.text
