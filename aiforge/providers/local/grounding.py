@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from aiforge.core.types import Message, ToolCall, ToolSpec
-from aiforge.providers.local.placeholders import example_value
+from aiforge.providers.local.placeholders import argument_spec, example_value
 
 _CODE = re.compile(r"[^\W_](?:[\w\-./#:@]*[^\W_])?")
 _EXPRESSION = re.compile(r"[\d.]+(?:[-+*/^%x][\d.]+)+")  # "100-7", "7/2", "2024-01-05": not codes
@@ -106,7 +106,7 @@ def code_arguments(tool: ToolSpec) -> list[str]:
             or {"enum", "const", "pattern"} & schema.keys()
         ):
             continue
-        example, _ = example_value(schema)
+        example, _ = example_value(argument_spec(tool, name))
         if isinstance(example, str) and is_code(example):
             out.append(name)
     return out
