@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aiforge.core.settings import load_settings
 from aiforge.core.types import CallParams, Completion, Message, ToolSpec
-from aiforge.providers.local import LocalProvider
+from aiforge.providers.local import LocalEngine, LocalProvider, weights
 from aiforge.providers.local.grounding import (
     ToolTextGuard,
     argument_choices,
@@ -25,7 +27,7 @@ from aiforge.providers.local.grounding import (
     ungrounded_arguments,
 )
 from aiforge.providers.local.placeholders import example_arguments
-from tests.providers.test_local_placeholders import ScriptedServer, provider  # noqa: F401 - the fixture
+from tests.providers.test_local_placeholders import ScriptedServer
 
 STOCK_LEVEL: ToolSpec = {
     "name": "stock_level",
@@ -68,6 +70,17 @@ QUESTION: list[Message] = [{"role": "user", "content": "How many units of D-4004
 
 def call(name: str, **arguments: Any) -> Any:
     return {"id": "call_1", "name": name, "arguments": arguments}
+
+
+@pytest.fixture
+def provider(tmp_path: Path) -> LocalProvider:
+    if not weights.xllamacpp_installed():
+        pytest.skip(f"the embedded model's bindings are not installed: {weights.INSTALL_HINT}")
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"never loaded: the scripted server stands in for llama.cpp")
+    provider = LocalProvider(load_settings(PROVIDER="local", LOCAL_MODEL_PATH=str(model)))
+    provider.engine = LocalEngine(model, 1, 2048)  # a private engine: the shared one may hold the real model
+    return provider
 
 
 def run(provider: LocalProvider, server: ScriptedServer, messages: list[Message], tools: list[ToolSpec]) -> list[Any]:
