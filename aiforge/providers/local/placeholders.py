@@ -3,7 +3,8 @@
 SmolLM2-135M copies what its instructions show: told ``{"answer": "<your answer>"}`` and
 ``{"order_id": <text>}`` it answered ``<your answer>`` and called the tool with ``{{order_id}}`` in 6
 of 6 tries (issue 22). So the instructions show a call with real values (the argument's own
-example, "like A-1001", or one by its type) instead of placeholders, and every reply is checked:
+example, "like A-1001", which the tool's description gives for an argument without one of its own, or
+one by its type) instead of placeholders, and every reply is checked:
 a string that is a placeholder (``<...>``, ``{{...}}``, ``...``) or an example value the user never
 wrote is copied text, not output. ``PlaceholderGuard`` holds back streamed answer text while it
 could still turn into one, so a copy never reaches the screen either.
