@@ -3,7 +3,8 @@
 SmolLM2-135M copies what its instructions show: told ``{"answer": "<your answer>"}`` and
 ``{"order_id": <text>}`` it answered ``<your answer>`` and called the tool with ``{{order_id}}`` in 6
 of 6 tries (issue 22). So the instructions show a call with real values (the argument's own
-example, "like A-1001", or one by its type) instead of placeholders, and every reply is checked:
+example, "like A-1001", which the tool's description gives for an argument without one of its own, or
+one by its type) instead of placeholders, and every reply is checked:
 a string that is a placeholder (``<...>``, ``{{...}}``, ``...``) or an example value the user never
 wrote is copied text, not output. ``PlaceholderGuard`` holds back streamed answer text while it
 could still turn into one, so a copy never reaches the screen either.
@@ -72,18 +73,28 @@ def example_value(spec: Any) -> tuple[Any, bool]:
     return _BY_TYPE.get(kind, _BY_TYPE["string"]), True
 
 
+def argument_spec(tool: ToolSpec, name: str) -> Any:
+    """The schema of ``tool``'s argument ``name``; without a description of its own, the tool's
+    sentence about it is its description ("... sku: e.g. A-1001" of a one-line docstring)."""
+    spec = (tool.get("parameters") or {}).get("properties", {}).get(name)
+    if not isinstance(spec, dict) or spec.get("description"):
+        return spec
+    note = re.search(rf"(?<![\w-]){re.escape(name)}\b[^\n;]{{0,120}}", tool.get("description") or "")
+    return {**spec, "description": note.group(0)} if note else spec
+
+
 def example_arguments(tool: ToolSpec) -> dict[str, Any]:
     """The arguments of the worked example call of ``tool``."""
     properties = (tool.get("parameters") or {}).get("properties", {})
-    return {name: example_value(spec)[0] for name, spec in properties.items()}
+    return {name: example_value(argument_spec(tool, name))[0] for name in properties}
 
 
 def example_strings(tools: list[ToolSpec]) -> set[str]:
     """The example argument strings the instructions show: an argument repeating one copied it."""
     shown: set[str] = set()
     for tool in tools:
-        for spec in (tool.get("parameters") or {}).get("properties", {}).values():
-            value, copyable = example_value(spec)
+        for name in (tool.get("parameters") or {}).get("properties", {}):
+            value, copyable = example_value(argument_spec(tool, name))
             if copyable and isinstance(value, str):
                 shown.add(value)
     return shown

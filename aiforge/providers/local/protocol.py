@@ -25,11 +25,13 @@ from aiforge.providers.local.structured import (
 )
 
 
-def _arguments_schema(tool: ToolSpec) -> dict[str, Any]:
+def _arguments_schema(tool: ToolSpec, choices: dict[str, list[str]] | None = None) -> dict[str, Any]:
     schema = copy.deepcopy(tool.get("parameters") or {}) or {"type": "object", "properties": {}}
     if schema.get("type") == "object":
         # Without this a small model invents extra arguments the tool does not take.
         schema.setdefault("additionalProperties", False)
+    for name, values in (choices or {}).items():
+        schema["properties"][name]["enum"] = values  # only what the conversation holds (grounding.py)
     return schema
 
 
@@ -42,22 +44,36 @@ ANSWER_SCHEMA: dict[str, Any] = {
 """The reply schema when the model must answer in text (it repeated a call it already has the result of)."""
 
 
-def reply_schema(tools: list[ToolSpec], output: OutputSpec | None = None) -> dict[str, Any]:
-    """The JSON schema a reply must match: one branch per tool call, one for the answer (text or ``output``)."""
+def reply_schema(
+    tools: list[ToolSpec],
+    output: OutputSpec | None = None,
+    choices: dict[str, dict[str, list[str]]] | None = None,
+    answer: bool = True,
+) -> dict[str, Any]:
+    """The JSON schema a reply must match: one branch per tool call, one for the answer (text or ``output``).
+
+    ``choices``: per tool, the string arguments whose value must be one of the given values;
+    ``answer=False`` leaves the answer out: the reply must be a call.
+    """
     branches: list[dict[str, Any]] = [
         {
             "type": "object",
-            "properties": {"tool": {"const": tool["name"]}, "arguments": _arguments_schema(tool)},
+            "properties": {
+                "tool": {"const": tool["name"]},
+                "arguments": _arguments_schema(tool, (choices or {}).get(tool["name"])),
+            },
             "required": ["tool", "arguments"],
             "additionalProperties": False,
         }
         for tool in tools
     ]
+    if not answer and branches:
+        return {"anyOf": branches}
     if output is None:
         return {"anyOf": [*branches, ANSWER_SCHEMA]}
-    answer = answer_schema(output)
-    defs = answer.pop("$defs", None)
-    schema: dict[str, Any] = {"anyOf": [*branches, answer]} if branches else answer
+    structured = answer_schema(output)
+    defs = structured.pop("$defs", None)
+    schema: dict[str, Any] = {"anyOf": [*branches, structured]} if branches else structured
     if defs:
         schema["$defs"] = defs
     return schema

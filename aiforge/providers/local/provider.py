@@ -37,6 +37,14 @@ from aiforge.providers.local import defaults
 from aiforge.providers.local.embeddings import LOCAL_EMBEDDING_LIMITS, embed_locally
 from aiforge.providers.local.engine import LocalEngine, default_threads, shared_engine
 from aiforge.providers.local.gguf import declares_pooling
+from aiforge.providers.local.grounding import (
+    ToolTextGuard,
+    argument_choices,
+    grounding_text,
+    meant_tool,
+    trailing_results,
+    ungrounded_arguments,
+)
 from aiforge.providers.local.loops import LoopGuard
 from aiforge.providers.local.placeholders import (
     EXAMPLE_ANSWER,
@@ -54,7 +62,8 @@ from aiforge.providers.local.weights import resolve_model_path, warn_if_model_is
 DEFAULT_MAX_TOKENS = 512
 """Cap on generated tokens when neither the call nor MAX_TOKENS sets one: a tiny model can babble forever."""
 ATTEMPTS = 3
-"""Decodings of one constrained reply at most: the reply, a retry that cannot copy a placeholder, an answer alone."""
+"""Decodings of one constrained reply at most: the reply, a retry that cannot copy a placeholder, invent a code
+or write a call as text, an answer alone."""
 
 
 class _Run:
@@ -276,25 +285,35 @@ class LocalProvider(Provider):
         answers used the result; 5 of 6 without them). A reply that copied a placeholder is
         decoded again with a grammar whose strings cannot hold one; one that copied an example
         value, repeated a call or still copies is asked for as an answer alone.
+
+        Codes in a call come from the conversation and answers are never tool-call text
+        (``grounding.py``): an argument whose example is a code is decoded as one the conversation
+        holds; a call holding another code the conversation does not is decoded again with that
+        argument limited to the conversation's codes (with none, as an answer alone); an answer
+        written as a call is decoded again as a call of the tool it meant, and once the results are
+        in, the answer is the results themselves.
         """
         answer_only = ANSWER_SCHEMA if output is None else reply_schema([], output)
         plain_chat = chat_messages(messages, None, output)
+        said, grounds, usage = user_text(messages), grounding_text(messages), Usage()
         if output is None and messages and messages[-1]["role"] == "tool":
             schema, request["messages"], examples = answer_only, plain_chat, set()
         else:
-            schema, examples = reply_schema(tools, output), example_strings(tools)
-        said, usage = user_text(messages), Usage()
+            schema, examples = reply_schema(tools, output, argument_choices(tools, grounds)), example_strings(tools)
         for attempt in range(ATTEMPTS):
             request["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
             run, reply = _Run(loop), AnswerStream() if output is None else JsonAnswerStream()
             # Structured answers are JSON, which the guards' sentences and placeholders do not describe.
             guard = LoopGuard(self.loop_guard and output is None)
             copies = PlaceholderGuard({EXAMPLE_ANSWER} if examples else set(), enabled=output is None)
+            # Before any result, a code the user wrote as the whole answer was meant as a call's argument.
+            calling = request["messages"] is not plain_chat
+            call_text = ToolTextGuard(tools, enabled=output is None, codes_from=grounds if calling else "")
             shown_any = False
             try:
                 async with aclosing(self._decode(run, request)) as deltas:
                     async for delta in deltas:
-                        piece = copies.feed(reply.feed(delta))
+                        piece = call_text.feed(copies.feed(reply.feed(delta)))
                         if copies.cut:
                             run.stop.set()
                         if piece and (shown := self._guarded(guard, run, piece)):
@@ -306,7 +325,7 @@ class LocalProvider(Provider):
                 if shown_any or attempt == ATTEMPTS - 1 or "does not match the expected" not in str(exc):
                     raise
                 copies.cut = True
-            piece = copies.finish()
+            piece = call_text.feed(copies.finish()) + call_text.finish()
             if piece and (shown := self._guarded(guard, run, piece)):
                 yield shown
             if rest := guard.flush():
@@ -314,18 +333,39 @@ class LocalProvider(Provider):
             usage += run.final_usage()
             text, tool_calls = parse_reply(reply)
             problem = reply_problem(text, tool_calls, copies.copied, messages, examples, said, output is not None)
+            ungrounded = ungrounded_arguments(tool_calls[0], tools, grounds) if tool_calls else []
+            if problem is None and ungrounded:
+                problem = "ungrounded"
+            elif problem is None and call_text.cut:
+                problem = "tool text"
             if problem is None:
                 break
-            if problem == "placeholder" and attempt == 0:
+            if problem == "tool text" and not calling and (results := trailing_results(messages)):
+                text = results  # what the tools returned, rather than the model's tool-call text again
+                if shown := self._guarded(guard, run, text):
+                    yield shown
+                if rest := guard.flush():
+                    yield rest
+                break
+            meant = meant_tool(text, tools) if problem == "tool text" and calling else None
+            if attempt == 0 and problem == "placeholder":
                 schema = forbid_placeholders(schema)  # the same prompt; its grammar now forbids the copy
+            elif attempt == 0 and problem == "ungrounded" and (
+                choices := argument_choices(tools, grounds, {tool_calls[0]["name"]: ungrounded})
+            ):
+                # the same prompt; the invented code's argument can now only be one the conversation holds
+                schema = reply_schema(tools, output, choices)
+            elif attempt == 0 and meant is not None:
+                # the answer was a call written as text: decode it as a call of the tool it meant
+                schema = reply_schema([meant], output, argument_choices([meant], grounds), answer=False)
             else:
                 schema, request["messages"], examples = forbid_placeholders(answer_only), plain_chat, set()
         else:
             raise ProviderError(
-                "the embedded model copied its instructions' placeholders instead of answering; "
+                "the embedded model wrote its instructions' placeholders or tool-call text instead of an answer; "
                 "try again in other words, or use a larger model",
                 provider="local",
             )
-        if copies.cut and not tool_calls:
+        if copies.cut and not tool_calls and not call_text.cut:
             text = copies.text
         yield self._completion(run, text, tool_calls, usage, guard)
