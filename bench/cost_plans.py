@@ -1,6 +1,6 @@
 """Cost group measure: the plans an estimate compares (issue 24's cost planner), in dollars per plan.
 
-``plans_table``: 1 000 generated reviews of which 35 % repeat another row (``bench.cost.reviews``, seed 24), the
+``plans_table``: 1 000 generated reviews of which 35 % repeat another row (``bench.cost_reviews.reviews``, seed 24), the
 dedup measure's prompt, classified into three labels on gpt-4o-mini; ``agent.estimate_batch`` lists each plan
 before any request (the fake server is only the endpoint the agent is built on: it receives nothing). Input
 tokens are counted as the estimate counts them (tiktoken when its encoding file is on the machine, else about 4
@@ -35,7 +35,7 @@ def plans_table(quick: bool) -> list[Row]:
     """The plans of 1 000 reviews (35 % repeats) on gpt-4o-mini, one row each, dollars against "as is"."""
     import pandas as pd
 
-    from bench.cost import PROMPT, REVIEWS, reviews
+    from bench.cost_reviews import PROMPT, REVIEWS, reviews
     from fakellm import LLMServer
 
     count = 200 if quick else REVIEWS

@@ -25,7 +25,7 @@ import time
 import traceback
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fakellm.anthropic_wire import _ANTHROPIC_ERROR_TYPES, AnthropicWire, _validate_anthropic
 from fakellm.embeddings import embedding_texts, embeddings_response, validate_embeddings
@@ -33,15 +33,13 @@ from fakellm.openai_wire import _OPENAI_ERROR_CODES, _OPENAI_ERROR_TYPES, OpenAI
 from fakellm.scripting import Fault, RecordedRequest, Reply, estimate_input_tokens
 from fakellm.wire import _LAST_CHUNK, _chunk, _dumps, _Invalid, _new_id
 
-if TYPE_CHECKING:
-    from fakellm.server import LLMServer
-
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # close() joins handler threads itself, with a timeout
     request_queue_size = 1024  # the default listen backlog (5) drops SYNs under load-test bursts
-    llm: LLMServer
+    llm: Any
+    """The ``fakellm.server.LLMServer`` it serves (set by the server, which imports this module: not the reverse)."""
 
     def handle_error(self, request, client_address):  # pragma: no cover - diagnostics only
         exc = sys.exc_info()[1]

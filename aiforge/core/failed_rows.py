@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.logs import redact
-
-if TYPE_CHECKING:
-    from aiforge.batch.results import BatchFailure
 
 REASON_CHARS = 160
 """The first reason is cut to this many characters (and to its first line): the warning stays one line."""
@@ -31,8 +28,18 @@ class FailedRowsWarning(UserWarning):
     """An operation returned with rows that failed: they are null in its result, their errors in ``.failed``."""
 
 
+class FailedRow(Protocol):
+    """What the warning reads of a failed row: a ``batch.results.BatchFailure`` (core imports nothing above it)."""
+
+    @property
+    def position(self) -> int: ...
+
+    @property
+    def error(self) -> BaseException: ...
+
+
 def failed_rows_message(
-    failed: Sequence[BatchFailure], total: int, *, what: str = "rows", where: str = "result.attrs['aiforge'].failed"
+    failed: Sequence[FailedRow], total: int, *, what: str = "rows", where: str = "result.attrs['aiforge'].failed"
 ) -> str:
     """The warning's line: ``"3 of 20 rows failed (first: ContextLengthError: ...); see <where>"``.
 
@@ -51,7 +58,7 @@ def first_reason(error: BaseException) -> str:
 
 
 def warn_failed_rows(
-    failed: Sequence[BatchFailure], total: int, *, what: str = "rows", where: str = "result.attrs['aiforge'].failed"
+    failed: Sequence[FailedRow], total: int, *, what: str = "rows", where: str = "result.attrs['aiforge'].failed"
 ) -> None:
     """One ``FailedRowsWarning`` when ``failed`` is not empty, pointing at the caller's line; nothing otherwise."""
     if failed:

@@ -147,12 +147,12 @@ class DaskOperations:
         """``duplicate_of`` of every row, computed now, as a pandas Series: see ``df.aiforge.dedup``.
 
         The embeddings are made per partition on the workers, the blocking (and the confirmation batch) on the
-        client (``semantic/partitioned.py``): a row's group depends on all rows. ``.attrs["aiforge"]`` holds the
+        client (``dataframes/dask_dedup.py``): a row's group depends on all rows. ``.attrs["aiforge"]`` holds the
         ``DedupReport``. Back on the frame: ``ddf.merge(ids.to_frame(), left_index=True, right_index=True)``.
         """
         from aiforge.batch.options import batch_options
+        from aiforge.dataframes.dask_dedup import dask_duplicate_ids
         from aiforge.semantic.near_duplicates import DedupRequest, confirm_template, similarity_band
-        from aiforge.semantic.partitioned import dask_duplicate_ids
 
         if column not in self._data.columns:
             raise UsageError(no_such_column("dedup", column, self._data.columns))
