@@ -28,14 +28,36 @@ _LAZY: dict[str, str] = {
     "Provider": "aiforge.providers.base",
     "register_provider": "aiforge.providers",
     "ScriptedProvider": "aiforge.providers.scripted",
-    "AIForgeError": "aiforge.core.types",
-    "ConfigError": "aiforge.core.types",
-    "UsageError": "aiforge.core.types",
-    "ProviderError": "aiforge.core.types",
-    "RateLimitError": "aiforge.core.types",
-    "APITimeoutError": "aiforge.core.types",
+    # Every error and warning a user can meet (tests/test_public_errors.py walks the package for them):
+    "AIForgeError": "aiforge.core.errors",
+    "ConfigError": "aiforge.core.errors",
+    "UsageError": "aiforge.core.errors",
+    "Interrupted": "aiforge.core.errors",
+    "ProviderError": "aiforge.core.errors",
+    "RateLimitError": "aiforge.core.errors",
+    "APITimeoutError": "aiforge.core.errors",
+    "APIConnectionError": "aiforge.core.errors",
+    "AuthenticationError": "aiforge.core.errors",
+    "PermissionDeniedError": "aiforge.core.errors",
+    "NotFoundError": "aiforge.core.errors",
+    "BadRequestError": "aiforge.core.errors",
+    "ContextWindowExceededError": "aiforge.core.errors",
     "OutputValidationError": "aiforge.core.output",
     "OutputRefusedError": "aiforge.core.output",
+    "FailedRowsWarning": "aiforge.core.failed_rows",
+    "ItemNotRunError": "aiforge.providers.batch_api",
+    "StoreError": "aiforge.store.db",
+    "CheckpointMismatchError": "aiforge.store.checkpoints",
+    "ReplayMismatchError": "aiforge.store.cassettes",
+    "BudgetExceededError": "aiforge.batch.results",
+    "MissingValueError": "aiforge.batch.results",
+    "BatchInterrupted": "aiforge.batch.runner",
+    "JobNotFinishedError": "aiforge.batch.batch_api.status",
+    "EmbeddedModelWarning": "aiforge.batch.embedded",
+    "ChatModelVectorsWarning": "aiforge.batch.embedded",
+    "AggregationError": "aiforge.semantic.aggregate",
+    "TruncatedRowWarning": "aiforge.semantic.agg_chunks",
+    "ComparisonFailedError": "aiforge.semantic.topk",
     "logs": "aiforge.store.access",
     "sessions": "aiforge.store.access",
     "export_session": "aiforge.store.access",
@@ -45,22 +67,43 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "AIForgeError",
     "AIForgeSettings",
+    "APIConnectionError",
     "APITimeoutError",
+    "AggregationError",
+    "AuthenticationError",
+    "BadRequestError",
     "BaseModule",
+    "BatchInterrupted",
     "BatchResult",
+    "BudgetExceededError",
     "Cascade",
     "ChatAgent",
+    "ChatModelVectorsWarning",
     "ChatPanel",
     "ChatResponse",
+    "CheckpointMismatchError",
+    "ComparisonFailedError",
     "ConfigError",
+    "ContextWindowExceededError",
     "CostTracker",
+    "EmbeddedModelWarning",
+    "FailedRowsWarning",
+    "Interrupted",
+    "ItemNotRunError",
+    "JobNotFinishedError",
+    "MissingValueError",
+    "NotFoundError",
     "OutputRefusedError",
     "OutputValidationError",
+    "PermissionDeniedError",
     "Provider",
     "ProviderError",
     "RateLimitError",
+    "ReplayMismatchError",
     "ScriptedProvider",
+    "StoreError",
     "ToolCallRecord",
+    "TruncatedRowWarning",
     "UsageError",
     "__version__",
     "describe",
@@ -76,29 +119,47 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from aiforge.batch.batch_api.status import JobNotFinishedError
     from aiforge.batch.cascade_spec import Cascade
-    from aiforge.batch.results import BatchResult
+    from aiforge.batch.embedded import ChatModelVectorsWarning, EmbeddedModelWarning
+    from aiforge.batch.results import BatchResult, BudgetExceededError, MissingValueError
+    from aiforge.batch.runner import BatchInterrupted
     from aiforge.chat.agent import ChatAgent
     from aiforge.chat.response import ChatResponse, ToolCallRecord
     from aiforge.core.costs import CostTracker
     from aiforge.core.describe import describe
-    from aiforge.core.logs import setup_logging
-    from aiforge.core.output import OutputRefusedError, OutputValidationError
-    from aiforge.core.settings import AIForgeSettings, load_settings
-    from aiforge.core.types import (
+    from aiforge.core.errors import (
         AIForgeError,
+        APIConnectionError,
         APITimeoutError,
+        AuthenticationError,
+        BadRequestError,
         ConfigError,
+        ContextWindowExceededError,
+        Interrupted,
+        NotFoundError,
+        PermissionDeniedError,
         ProviderError,
         RateLimitError,
         UsageError,
     )
+    from aiforge.core.failed_rows import FailedRowsWarning
+    from aiforge.core.logs import setup_logging
+    from aiforge.core.output import OutputRefusedError, OutputValidationError
+    from aiforge.core.settings import AIForgeSettings, load_settings
     from aiforge.jupyter.panel import ChatPanel
     from aiforge.modules.base import BaseModule
     from aiforge.providers import register_provider
     from aiforge.providers.base import Provider
+    from aiforge.providers.batch_api import ItemNotRunError
     from aiforge.providers.scripted import ScriptedProvider
+    from aiforge.semantic.agg_chunks import TruncatedRowWarning
+    from aiforge.semantic.aggregate import AggregationError
+    from aiforge.semantic.topk import ComparisonFailedError
     from aiforge.store.access import export_session, import_session, logs, sessions
+    from aiforge.store.cassettes import ReplayMismatchError
+    from aiforge.store.checkpoints import CheckpointMismatchError
+    from aiforge.store.db import StoreError
 
 
 def __getattr__(name: str) -> Any:
