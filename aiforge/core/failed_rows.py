@@ -8,7 +8,7 @@ says so once, in one line (``FailedRowsWarning``): how many failed, the first re
     FailedRowsWarning: 3 of 20 rows failed (first: ContextLengthError: ...); see result.attrs['aiforge'].failed
 
 Silence it where the failures are expected, as any warning:
-``warnings.filterwarnings("ignore", category=aiforge.core.failed_rows.FailedRowsWarning)``.
+``warnings.filterwarnings("ignore", category=aiforge.FailedRowsWarning)``.
 """
 
 from __future__ import annotations
