@@ -106,7 +106,7 @@ def test_parquet_without_pyarrow_says_how_to_install_it(tmp_path, capsys: pytest
     assert code == 2 and capsys.readouterr().err == "aiforge: error: Parquet files need pyarrow: pip install pyarrow\n"
 
 
-def test_a_failed_row_keeps_its_error_and_the_others_their_answers(tmp_path) -> None:
+def test_a_failed_row_keeps_its_error_and_the_others_their_answers(tmp_path, capsys) -> None:
     from aiforge import register_provider
 
     def flaky(messages: list[dict[str, str]], **params: object) -> str:
@@ -122,6 +122,8 @@ def test_a_failed_row_keeps_its_error_and_the_others_their_answers(tmp_path) -> 
 
     header, first, second = out.splitlines()
     assert code == 0 and header == "note,response,error"
+    # the summary says so; no FailedRowsWarning pointing at a DataFrame's .attrs the command never shows
+    assert "1 of 2 rows answered, $0.0000 (1 failed: see the error column)" in capsys.readouterr().err
     assert first == "alpha,fine," and second.startswith("beta,,") and "backend down" in second
 
 

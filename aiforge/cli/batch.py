@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from aiforge.cli.batch_files import auto_checkpoint, check_target, discard, rescue
+from aiforge.core.failed_rows import FailedRowsWarning
 from aiforge.core.setting_flags import option_settings
 from aiforge.core.types import AIForgeError
 
@@ -86,12 +88,16 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     if args.restart or automatic:
         options["restart"] = True
     try:
-        if args.labels is not None:
-            labels = [label.strip() for label in args.labels.split(",") if label.strip()]
-            new = frame.aiforge.classify(args.prompt, labels, **options).to_frame()
-        else:
-            output = model_from_schema(schema) if schema is not None else None
-            new = frame.aiforge.map(args.prompt, output=output, **options)
+        with warnings.catch_warnings():
+            # the summary line below and the error column say what failed; the accessor's FailedRowsWarning
+            # would point at a DataFrame's .attrs that the command's user never sees
+            warnings.simplefilter("ignore", FailedRowsWarning)
+            if args.labels is not None:
+                labels = [label.strip() for label in args.labels.split(",") if label.strip()]
+                new = frame.aiforge.classify(args.prompt, labels, **options).to_frame()
+            else:
+                output = model_from_schema(schema) if schema is not None else None
+                new = frame.aiforge.map(args.prompt, output=output, **options)
     except BatchInterrupted as stop:
         raise BatchInterrupted(_interrupted(stop, checkpoint), finished=stop.finished, total=stop.total) from None
     batch = new.attrs["aiforge"]
@@ -104,6 +110,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     saved = batch.saved
     print(
         f"aiforge: {len(frame) - len(batch.failed)} of {len(frame)} rows answered, ${batch.total_cost:.4f}"
+        + (f" ({len(batch.failed)} failed: see the error column)" if batch.failed else "")
         + (f"; {saved}" if saved.requests else ""),
         file=sys.stderr,
     )

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from aiforge import ChatAgent
 from aiforge.batch import embedded
 from aiforge.batch.embedded import EmbeddedModelWarning
+from aiforge.core.failed_rows import FailedRowsWarning
 from aiforge.providers.scripted import ScriptedProvider
 
 REVIEWS = pd.DataFrame({"review": ["Great kettle, love it", "Broke after a week"]}, index=["k1", "k2"])
@@ -36,6 +37,8 @@ def test_a_typed_batch_on_the_embedded_model_warns_once_in_one_line() -> None:
         labels = REVIEWS.aiforge.classify("Sentiment of: {review}", ["pos", "neg"], agent=agent)
     with warnings.catch_warnings():
         warnings.simplefilter("error", EmbeddedModelWarning)
+        # 16 tokens may cut a row's JSON on this model: that row's FailedRowsWarning is not what is tested here
+        warnings.simplefilter("ignore", FailedRowsWarning)
         REVIEWS.aiforge.extract("review", Product, agent=agent)  # once per process: no second warning
 
     assert [w.category for w in caught] == [EmbeddedModelWarning] and caught[0].filename == __file__

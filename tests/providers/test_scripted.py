@@ -12,6 +12,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
+from aiforge.core.failed_rows import FailedRowsWarning
 from aiforge.core.output import OutputSpec
 from aiforge.core.settings import load_settings
 from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec, Usage
@@ -396,5 +397,6 @@ def test_a_bare_label_reply_answers_a_label_batch_in_one_request_per_row() -> No
         with pytest.raises(OutputValidationError, match="not valid JSON"):
             OutputSpec.of(output).validate(text)
     rows = ScriptedProvider(default="maybe")
-    failed = reviews[:2].aiforge.classify("{value}", ["positive", "negative"], agent=ChatAgent(provider=rows))
+    with pytest.warns(FailedRowsWarning, match="^2 of 2 rows failed"):
+        failed = reviews[:2].aiforge.classify("{value}", ["positive", "negative"], agent=ChatAgent(provider=rows))
     assert len(failed.attrs["aiforge"].failed) == 2 and len(rows.calls) == 2 * 3  # not a label: asked again

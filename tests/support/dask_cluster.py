@@ -45,7 +45,10 @@ def local_client(env: Mapping[str, str] | None = None, *, threads_per_worker: in
                 n_workers=2,
                 threads_per_worker=threads_per_worker,
                 host="127.0.0.1",
-                dashboard_address=None,
+                # a free port: the scheduler's HTTP server listens even without a dashboard, on 8787 when
+                # this is None, and a second Dask on the machine (another test run) makes that bind fail
+                # and leak a socket (a ResourceWarning, an error here)
+                dashboard_address=":0",
             ) as cluster,
             Client(cluster) as client,
         ):
