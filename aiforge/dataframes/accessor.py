@@ -41,6 +41,7 @@ from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
 from aiforge.core.labels import checked_labels
 from aiforge.core.output import OutputSpec
+from aiforge.core.report import OperationReport
 from aiforge.core.templates import VALUE_FIELD, no_such_column
 from aiforge.core.types import UsageError
 from aiforge.semantic.join import semantic_join
@@ -308,7 +309,7 @@ class DataFrameOperations(_Operations):
 
         Vectors have length 1 (a dot product is the cosine); a missing value gives None, an empty string is a
         ``UsageError``. ``model`` is the embeddings model (default ``EMBEDDING_MODEL``, else the provider's);
-        ``cache=`` as ``map``'s; the ``EmbeddingRun`` (cost, tokens, requests) is in ``.attrs["aiforge"]``.
+        ``cache=`` as ``map``'s; the ``EmbeddingReport`` (cost, tokens, requests) is in ``.attrs["aiforge"]``.
         See ``aiforge.semantic.embed_column``::
 
             vectors = df.aiforge.embed("review", provider="openai")
@@ -582,8 +583,11 @@ def _columns(batch: BatchResult) -> pd.DataFrame:
 _Data = TypeVar("_Data", bound="pd.DataFrame | pd.Series[Any]")
 
 
-def _attach(data: _Data, report: Any) -> _Data:
+def _attach(data: _Data, report: OperationReport) -> _Data:
     """``data`` with ``report`` in its ``.attrs["aiforge"]``: where every operation's result is put together.
+
+    Every ``report`` is an ``OperationReport`` (``core.report``: ``total_cost``, ``total_tokens``, ``requests``,
+    ``failed``), finished before it is attached and never changed after: pandas' deep copy of ``.attrs`` shares it.
 
     A result with failed rows says so here, once per call (``FailedRowsWarning``): a failed row is never a silent
     null. A ``BatchResult``'s failures are rows; a ``DedupReport``'s, the confirmation's pairs, which count as not
