@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import pandas as pd
 
@@ -49,10 +49,11 @@ from aiforge.semantic.join_candidates import DEFAULT_K
 
 if TYPE_CHECKING:
     from aiforge.chat.agent import ChatAgent
+    from aiforge.dataframes.agg_frames import AggText
     from aiforge.evaluation.result import EvalResult
 
 ATTRS_KEY = "aiforge"
-"""Where each result keeps its ``BatchResult``: ``result.attrs["aiforge"]``."""
+"""Where each result keeps its report (an ``OperationReport``, ``core.report``): ``result.attrs["aiforge"]``."""
 RESPONSE_COLUMN = "response"
 """The column of ``map``'s text replies when there is no ``output=``."""
 LABEL_COLUMN = "label"
@@ -129,6 +130,51 @@ class _Operations:
             self._data, prompt, k, method=method, agent=agent, window=window, concurrency=concurrency, **settings
         )
         return _attach(ranked_frame(self._data, run.positions), run)
+
+    @overload
+    def agg(
+        self,
+        prompt: str,
+        by: None = None,
+        output: None = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> AggText: ...
+
+    @overload
+    def agg(
+        self,
+        prompt: str,
+        by: None = None,
+        *,
+        output: type[_Answer],
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> _Answer: ...
+
+    @overload
+    def agg(
+        self,
+        prompt: str,
+        by: str | list[Any],
+        output: Any = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.Series: ...
+
+    @overload
+    def agg(
+        self,
+        prompt: str,
+        by: Any = None,
+        output: Any = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> Any: ...
 
     def agg(
         self,
@@ -581,6 +627,7 @@ def _columns(batch: BatchResult) -> pd.DataFrame:
 
 
 _Data = TypeVar("_Data", bound="pd.DataFrame | pd.Series[Any]")
+_Answer = TypeVar("_Answer")
 
 
 def _attach(data: _Data, report: OperationReport) -> _Data:
