@@ -86,6 +86,19 @@ def test_every_operations_report_reads_total_cost_total_tokens_requests_and_fail
     assert list(report.failed) == []
 
 
+def test_an_evaluation_reads_the_same_four_fields_over_its_candidates() -> None:
+    frame = TICKETS.assign(truth=["urgent", "routine", "urgent", "routine"])
+    scripted = agent("urgent")
+    result = frame.aiforge.evaluate(
+        {"short": "Triage {ticket}", "long": "Triage this ticket: {ticket}"}, {"scripted": scripted}, truth="truth",
+        labels=["urgent", "routine"],
+    )
+
+    assert isinstance(result, OperationReport)
+    assert result.requests == len(scripted.provider.calls) == 8 and result.total_tokens > 0
+    assert result.total_cost == 0.0 and result.failed == []
+
+
 def test_a_failed_row_is_in_the_reports_failed_and_not_a_request() -> None:
     frame = pd.DataFrame({"ticket": ["printer jams", None, "refund please"]})
     with pytest.warns(aiforge.core.failed_rows.FailedRowsWarning):
