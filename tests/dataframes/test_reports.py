@@ -142,8 +142,11 @@ def test_a_report_adds_nothing_noticeable_to_head() -> None:
             series.head(5)
         return time.perf_counter() - start
 
-    with_report = min(best_of(reported) for _ in range(7))
-    without = min(best_of(plain) for _ in range(7))
-    with_report = min(with_report, *(best_of(reported) for _ in range(3)))  # interleaved: a busy core hits both
+    timings = [(best_of(reported), best_of(plain)) for _ in range(10)]  # interleaved: a busy core slows both
+    with_report, without = min(t[0] for t in timings), min(t[1] for t in timings)
 
-    assert with_report / without < 3.0
+    assert head_copies_nothing(reported) and with_report / without < 3.0  # 1.6x measured; 500x with the matrix
+
+
+def head_copies_nothing(series: pd.Series) -> bool:
+    return series.head(5).attrs["aiforge"] is series.attrs["aiforge"]
