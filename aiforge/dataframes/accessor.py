@@ -190,9 +190,10 @@ class _Operations:
         The prompt names the columns to read (``{review}``), which read as their names in the instruction:
         ``df.aiforge.agg("What do the {review}s complain about most?")``; on a Series ``{value}`` or no field.
         Without ``by``: a ``str`` (its ``.attrs["aiforge"]`` is the ``AggReport``: levels, requests, cost), or the
-        ``output=`` value. With ``by`` (a column or a list): a Series indexed by group. ``cache=``,
-        ``checkpoint=`` (a directory), ``restart=``, ``max_cost=`` and ``dedup=`` go to each level's batch; the same
-        call after an interrupt asks only the unanswered chunks (``semantic.aggregate``).
+        ``output=`` value (an instance of that type, which keeps no report). With ``by`` (a column or a list): a
+        Series indexed by group. ``cache=``, ``checkpoint=`` (a directory), ``restart=``, ``max_cost=`` and
+        ``dedup=`` go to each level's batch; the same call after an interrupt asks only the unanswered chunks
+        (``semantic.aggregate``).
         """
         from aiforge.dataframes.agg_frames import agg_answer
 
