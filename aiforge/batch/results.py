@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiforge.batch.savings import DEDUP, Savings, row_savings
 from aiforge.core.output import OutputSpec
+from aiforge.core.report import SharedOnDeepcopy
 from aiforge.core.timeline import MAX_ROWS
 from aiforge.core.types import AIForgeError
 
@@ -128,7 +129,7 @@ class PackingStats:
 
 
 @dataclass(slots=True)
-class BatchResult:
+class BatchResult(SharedOnDeepcopy):
     """Results of ``run_batch``: successes in input order, failures with their index label.
 
     ``to_dataframe()`` is on the input's index; with ``output=`` it has one typed column per output field.
@@ -183,6 +184,21 @@ class BatchResult:
             strong_tokens: int = sum(r.input_tokens + r.output_tokens for r in strong)
             return self.cascade.first_tokens + strong_tokens
         return sum(r.input_tokens + r.output_tokens for r in self.results)
+
+    @property
+    def requests(self) -> int:
+        """Requests sent to the model: each answer's model steps (output retries included; a cached or repeated
+        row's none), each packed request once, and one per row that failed once sent (a missing value or a row
+        ``max_cost`` skipped was never sent). With ``cascade``, the cheap model's scoring pass is not counted."""
+        sent = 0
+        for result in self.results:
+            if getattr(result, "cached", False) or getattr(result, "packed", False):
+                continue
+            trace = getattr(result, "trace", None)
+            steps = sum(record.get("step") == "model" for record in trace) if trace else 0
+            sent += steps or 1
+        unsent = sum(isinstance(f.error, MissingValueError | BudgetExceededError) for f in self.failed)
+        return sent + (self.packing.requests if self.packing is not None else 0) + len(self.failed) - unsent
 
     @property
     def skipped(self) -> list[BatchFailure]:
@@ -271,11 +287,6 @@ class BatchResult:
             rows[f.position] = (f.index, None, f"{type(f.error).__name__}: {f.error}")
         in_order = [rows[i] for i in sorted(rows)]
         return batch_timeline(in_order, order=order, max_rows=max_rows, wall_ms=self.wall_time_s * 1000.0)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> BatchResult:
-        # A finished batch is a record, shared rather than copied: pandas deep-copies ``attrs`` (where the
-        # accessor keeps it) on every operation on the frame.
-        return self
 
     def __repr__(self) -> str:
         deduplicated, unpriced = self.deduplicated, self.unpriced

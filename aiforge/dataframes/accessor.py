@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import pandas as pd
 
@@ -41,6 +41,7 @@ from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
 from aiforge.core.labels import checked_labels
 from aiforge.core.output import OutputSpec
+from aiforge.core.report import OperationReport
 from aiforge.core.templates import VALUE_FIELD, no_such_column
 from aiforge.core.types import UsageError
 from aiforge.semantic.join import semantic_join
@@ -48,10 +49,11 @@ from aiforge.semantic.join_candidates import DEFAULT_K
 
 if TYPE_CHECKING:
     from aiforge.chat.agent import ChatAgent
+    from aiforge.dataframes.agg_frames import AggText
     from aiforge.evaluation.result import EvalResult
 
 ATTRS_KEY = "aiforge"
-"""Where each result keeps its ``BatchResult``: ``result.attrs["aiforge"]``."""
+"""Where each result keeps its report (an ``OperationReport``, ``core.report``): ``result.attrs["aiforge"]``."""
 RESPONSE_COLUMN = "response"
 """The column of ``map``'s text replies when there is no ``output=``."""
 LABEL_COLUMN = "label"
@@ -129,6 +131,51 @@ class _Operations:
         )
         return _attach(ranked_frame(self._data, run.positions), run)
 
+    @overload
+    def agg(
+        self,
+        prompt: str,
+        by: None = None,
+        output: None = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> AggText: ...
+
+    @overload
+    def agg(
+        self,
+        prompt: str,
+        by: None = None,
+        *,
+        output: type[_Answer],
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> _Answer: ...
+
+    @overload
+    def agg(
+        self,
+        prompt: str,
+        by: str | list[Any],
+        output: Any = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> pd.Series: ...
+
+    @overload
+    def agg(
+        self,
+        prompt: str,
+        by: Any = None,
+        output: Any = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = 10,
+        **settings: Any,
+    ) -> Any: ...
+
     def agg(
         self,
         prompt: str,
@@ -143,9 +190,10 @@ class _Operations:
         The prompt names the columns to read (``{review}``), which read as their names in the instruction:
         ``df.aiforge.agg("What do the {review}s complain about most?")``; on a Series ``{value}`` or no field.
         Without ``by``: a ``str`` (its ``.attrs["aiforge"]`` is the ``AggReport``: levels, requests, cost), or the
-        ``output=`` value. With ``by`` (a column or a list): a Series indexed by group. ``cache=``,
-        ``checkpoint=`` (a directory), ``restart=``, ``max_cost=`` and ``dedup=`` go to each level's batch; the same
-        call after an interrupt asks only the unanswered chunks (``semantic.aggregate``).
+        ``output=`` value (an instance of that type, which keeps no report). With ``by`` (a column or a list): a
+        Series indexed by group. ``cache=``, ``checkpoint=`` (a directory), ``restart=``, ``max_cost=`` and
+        ``dedup=`` go to each level's batch; the same call after an interrupt asks only the unanswered chunks
+        (``semantic.aggregate``).
         """
         from aiforge.dataframes.agg_frames import agg_answer
 
@@ -308,7 +356,7 @@ class DataFrameOperations(_Operations):
 
         Vectors have length 1 (a dot product is the cosine); a missing value gives None, an empty string is a
         ``UsageError``. ``model`` is the embeddings model (default ``EMBEDDING_MODEL``, else the provider's);
-        ``cache=`` as ``map``'s; the ``EmbeddingRun`` (cost, tokens, requests) is in ``.attrs["aiforge"]``.
+        ``cache=`` as ``map``'s; the ``EmbeddingReport`` (cost, tokens, requests) is in ``.attrs["aiforge"]``.
         See ``aiforge.semantic.embed_column``::
 
             vectors = df.aiforge.embed("review", provider="openai")
@@ -580,10 +628,14 @@ def _columns(batch: BatchResult) -> pd.DataFrame:
 
 
 _Data = TypeVar("_Data", bound="pd.DataFrame | pd.Series[Any]")
+_Answer = TypeVar("_Answer")
 
 
-def _attach(data: _Data, report: Any) -> _Data:
+def _attach(data: _Data, report: OperationReport) -> _Data:
     """``data`` with ``report`` in its ``.attrs["aiforge"]``: where every operation's result is put together.
+
+    Every ``report`` is an ``OperationReport`` (``core.report``: ``total_cost``, ``total_tokens``, ``requests``,
+    ``failed``), finished before it is attached and never changed after: pandas' deep copy of ``.attrs`` shares it.
 
     A result with failed rows says so here, once per call (``FailedRowsWarning``): a failed row is never a silent
     null. A ``BatchResult``'s failures are rows; a ``DedupReport``'s, the confirmation's pairs, which count as not

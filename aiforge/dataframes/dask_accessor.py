@@ -41,6 +41,7 @@ from dask.dataframe.extensions import register_dataframe_accessor
 from aiforge.batch.savings import Savings
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.progress import progress_bar, progress_enabled
+from aiforge.core.report import SharedOnDeepcopy
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
 from aiforge.dataframes.accessor import ATTRS_KEY, LABEL_COLUMN, _attach
@@ -77,8 +78,9 @@ class DaskJob:
 
 
 @dataclass
-class JobSummary:
-    """The costs and failures of a whole Dask job, gathered from its partitions after ``compute()``."""
+class JobSummary(SharedOnDeepcopy):
+    """The costs and failures of a whole Dask job, gathered from its partitions after ``compute()``: an
+    ``OperationReport`` (``core.report``)."""
 
     partitions: int = 0
     rows: int = 0
@@ -86,6 +88,8 @@ class JobSummary:
     """``(index label, "ErrorType: message")`` of every failed row."""
     total_cost: float = 0.0
     total_tokens: int = 0
+    requests: int = 0
+    """Requests the partitions sent (cache hits and repeated rows sent none)."""
     cached: int = 0
     """Rows answered by the response cache, an identical row of their partition (or a checkpoint), not a request."""
     saved: Savings = field(default_factory=Savings)
@@ -248,7 +252,7 @@ def _embedded_partition(
     run = vectors.attrs.pop(ATTRS_KEY)
     report = {
         "partition": partition_key(part), "rows": len(part), "failed": [], "cost": run.total_cost,
-        "tokens": run.total_tokens, "cached": run.cached, "saved": _savings_report(Savings()),
+        "tokens": run.total_tokens, "requests": run.requests, "cached": run.cached, "saved": _savings_report(Savings()),
     }
     from distributed import Queue
 
@@ -294,6 +298,7 @@ def job_summary(result: Any) -> JobSummary:
         summary.failed += [tuple(failure) for failure in report["failed"]]
         summary.total_cost += report["cost"]
         summary.total_tokens += report["tokens"]
+        summary.requests += report["requests"]
         summary.cached += report["cached"]
         summary.saved += _savings_from_report(report["saved"])
     return summary
@@ -361,6 +366,7 @@ def _report(part: pd.DataFrame, columns: pd.DataFrame, job: DaskJob) -> None:
         "failed": failed,
         "cost": batch.total_cost,
         "tokens": batch.total_tokens,
+        "requests": batch.requests,
         "cached": batch.cached,
         "saved": _savings_report(batch.saved),
     }

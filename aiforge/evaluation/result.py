@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.axes import Axes
 
-    from aiforge.batch.results import BatchResult
+    from aiforge.batch.results import BatchFailure, BatchResult
 
 Kind = Literal["labels", "output", "text"]
 """What a candidate answers: one of ``labels``, an ``output=`` value, or text."""
@@ -66,6 +66,26 @@ class EvalResult:
         self.metric = metric
         self.unlabelled = unlabelled
         """Input rows left out because their truth is missing."""
+
+    @property
+    def total_cost(self) -> float:
+        """USD of every candidate's batch (an ``OperationReport``'s fields, ``core.report``)."""
+        return sum(batch.total_cost for batch in self.batches.values())
+
+    @property
+    def total_tokens(self) -> int:
+        """Input and output tokens of every candidate's batch."""
+        return sum(batch.total_tokens for batch in self.batches.values())
+
+    @property
+    def requests(self) -> int:
+        """Requests every candidate's batch sent."""
+        return sum(batch.requests for batch in self.batches.values())
+
+    @property
+    def failed(self) -> list[BatchFailure]:
+        """Every candidate's failed rows, candidate by candidate (each row's ``error`` is in ``.rows`` too)."""
+        return [failure for batch in self.batches.values() for failure in batch.failed]
 
     def rescore(self, metric: Callable[[Any, Any], bool | float]) -> EvalResult:
         """The same predictions scored by another ``metric(prediction, truth)``: no request is made.

@@ -31,6 +31,7 @@ from aiforge.batch.runner import KEPT_BATCHES, BatchInterrupted
 from aiforge.core.context_windows import context_window
 from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.output import OutputSpec
+from aiforge.core.report import SharedOnDeepcopy
 from aiforge.core.types import AIForgeError, ContextWindowExceededError, UsageError
 from aiforge.semantic.agg_chunks import ANSWERS, ROWS, ChunkBudget, Kind, TruncatedRowWarning, chunk_prompt, pack
 
@@ -68,8 +69,9 @@ class PartitionTotals:
 
 
 @dataclass
-class AggReport:
-    """What an ``agg`` call did: its levels and batches, their costs and tokens summed; ``result.attrs["aiforge"]``."""
+class AggReport(SharedOnDeepcopy):
+    """What an ``agg`` call did: its levels and batches, their costs and tokens summed; ``result.attrs["aiforge"]``,
+    an ``OperationReport`` (``core.report``)."""
 
     context_window: int
     """The ``CONTEXT_WINDOW`` requests were packed under."""
@@ -104,6 +106,12 @@ class AggReport:
         """Requests made (a Dask job's partitions' included)."""
         below = 0 if self.partitions is None else self.partitions.requests
         return below + sum(level.requests for level in self.levels)
+
+    @property
+    def failed(self) -> list[BatchFailure]:
+        """Chunks whose request failed, over every level: empty for a finished call (a failed chunk raises
+        ``AggregationError``, and the same call asks it again)."""
+        return [failure for batch in self.batches for failure in batch.failed]
 
     @property
     def chunks(self) -> int:

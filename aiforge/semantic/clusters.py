@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from aiforge.core.report import SharedOnDeepcopy
 from aiforge.core.types import UsageError
 from aiforge.semantic.distinct import DistinctTexts, embed_distinct
 from aiforge.semantic.similarity import BLOCK_ROWS, unit_rows
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from aiforge.chat.agent import ChatAgent
-    from aiforge.semantic.embeddings import CacheOption, EmbeddingRun
+    from aiforge.semantic.embeddings import CacheOption, EmbeddingReport
 
 MAX_ITERATIONS = 100
 """Lloyd steps at most; on sentence embeddings a few thousand rows settle in well under 30."""
@@ -43,8 +44,9 @@ CLUSTER = "cluster"
 
 
 @dataclass
-class ClusterReport:
-    """What one ``cluster`` did and spent, kept in its result's ``.attrs["aiforge"]``."""
+class ClusterReport(SharedOnDeepcopy):
+    """What one ``cluster`` did and spent, kept in its result's ``.attrs["aiforge"]``: an ``OperationReport``
+    (``core.report``)."""
 
     rows: int
     distinct: int
@@ -53,7 +55,7 @@ class ClusterReport:
     seed: int
     sizes: list[int]
     """Rows in each cluster, by cluster number."""
-    embedding: EmbeddingRun | None = field(default=None, repr=False)
+    embedding: EmbeddingReport | None = field(default=None, repr=False)
     """What embedding the distinct texts cost: requests, tokens, USD, cache hits (None: nothing to embed)."""
 
     @property
@@ -65,6 +67,16 @@ class ClusterReport:
     def total_tokens(self) -> int:
         """Tokens of the embeddings."""
         return self.embedding.usage.total_tokens if self.embedding is not None else 0
+
+    @property
+    def requests(self) -> int:
+        """Embeddings requests sent."""
+        return self.embedding.requests if self.embedding is not None else 0
+
+    @property
+    def failed(self) -> list[Any]:
+        """Always empty: a failed embeddings request raises."""
+        return []
 
 
 def cluster_ids(
@@ -103,7 +115,7 @@ def cluster_ids(
     numbers[~texted] = pd.NA
     ids = pd.Series(numbers, index=values.index, name=CLUSTER)
     sizes = np.bincount(of_text[distinct.of_row[texted]], minlength=n_clusters).tolist()
-    report = ClusterReport(len(values), len(distinct.texts), n_clusters, seed, sizes, embedding)
+    report = ClusterReport(len(values), len(distinct.texts), n_clusters, seed, sizes, embedding.report())
     return ids, report
 
 

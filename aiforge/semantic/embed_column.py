@@ -3,7 +3,7 @@
 Each cell is the text's float32 vector (a 1-D ``numpy.ndarray`` of length 1, see ``embeddings``) on the input's
 index, in a Series named ``<column>_embedding`` (``embedding`` for an unnamed Series). A missing value (None, NaN,
 ``pd.NA``) is None in the result and costs nothing, as pandas' own string methods keep missing values missing; an
-empty string is a ``UsageError`` naming its rows, since every embeddings API refuses one. The ``EmbeddingRun``
+empty string is a ``UsageError`` naming its rows, since every embeddings API refuses one. The ``EmbeddingReport``
 (cost, tokens, requests, cache hits) is in the result's ``.attrs["aiforge"]``. ``embedding_matrix`` turns such a
 column back into one ``(rows, dim)`` array for similarity search.
 """
@@ -76,7 +76,7 @@ def embedding_series(
     for position, vector in zip(np.flatnonzero(present), run.vectors, strict=True):
         cells[position] = vector
     result = pd.Series(cells, index=values.index, name=embedding_name(values.name), dtype=object)
-    result.attrs[ATTRS_KEY] = run
+    result.attrs[ATTRS_KEY] = run.report()  # the counts: the vectors are the Series' values, not its report's
     return result
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.chat.arguments import checked_positive
 from aiforge.core.aio import run_sync
 from aiforge.core.pricing import price_of
+from aiforge.core.report import SharedOnDeepcopy
 from aiforge.core.tokens import estimate_tokens
 from aiforge.core.types import ConfigError, EmbeddingLimits, ProviderError, Usage, UsageError
 
@@ -42,9 +43,50 @@ DEFAULT_CONCURRENCY = 4
 """Embedding requests in flight at once: each carries up to thousands of texts, so a few keep a server busy."""
 
 
+@dataclass(frozen=True, slots=True)
+class EmbeddingReport(SharedOnDeepcopy):
+    """What embedding texts did and spent, without the vectors: ``embed``'s ``.attrs["aiforge"]`` (the vectors are
+    the Series' values), and ``dedup``'s and ``cluster``'s ``report.embedding``. An ``OperationReport``
+    (``core.report``): lean, so pandas' deep copy of ``.attrs`` (``head``, ``copy``) copies nothing."""
+
+    model: str
+    """The embeddings model asked."""
+    usage: Usage
+    """Input tokens of the requests made (cached texts cost none)."""
+    cost: float
+    """USD of the requests made (0.0 for a free provider or an unpriced model: see ``priced``)."""
+    priced: bool
+    """False when the model has no price (add it with the ``PRICES`` setting)."""
+    requests: int
+    """Embeddings requests sent."""
+    embedded: int
+    """Distinct texts sent to the provider."""
+    cached: int
+    """Distinct texts served from the response cache."""
+    saved_cost: float
+    """USD the cached texts cost when they were first embedded."""
+    dim: int
+    """The length of each vector."""
+
+    @property
+    def total_cost(self) -> float:
+        """``cost``, under the name a ``BatchResult`` gives it."""
+        return self.cost
+
+    @property
+    def total_tokens(self) -> int:
+        """The input tokens of the requests made, under the name a ``BatchResult`` gives them."""
+        return self.usage.total_tokens
+
+    @property
+    def failed(self) -> list[Any]:
+        """Always empty: a failed embeddings request raises (a rerun with ``cache=True`` embeds only the rest)."""
+        return []
+
+
 @dataclass(slots=True)
 class EmbeddingRun:
-    """The vectors of ``run_embeddings`` and what they cost."""
+    """The vectors of ``run_embeddings`` and what they cost (``report()``: the same without the vectors)."""
 
     vectors: np.ndarray = field(repr=False)
     """float32, shape ``(len(texts), dim)``, each row of length 1 (or zero), in the order of the texts."""
@@ -78,6 +120,13 @@ class EmbeddingRun:
     def total_tokens(self) -> int:
         """The input tokens of the requests made, under the name a ``BatchResult`` gives them."""
         return self.usage.total_tokens
+
+    def report(self) -> EmbeddingReport:
+        """The run's counts, cost and model without the vectors: what a result's ``.attrs["aiforge"]`` keeps."""
+        return EmbeddingReport(
+            model=self.model, usage=self.usage, cost=self.cost, priced=self.priced, requests=self.requests,
+            embedded=self.embedded, cached=self.cached, saved_cost=self.saved_cost, dim=self.dim,
+        )
 
 
 def embed_texts(

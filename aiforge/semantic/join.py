@@ -34,6 +34,7 @@ from aiforge.batch.results import BatchResult, BudgetExceededError, MissingValue
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.failed_rows import FailedRowsWarning
+from aiforge.core.report import SharedOnDeepcopy
 from aiforge.core.types import UsageError
 from aiforge.semantic.join_candidates import DEFAULT_K, checked_k, nearest
 from aiforge.semantic.join_frame import check_how, check_suffixes, joined_frame
@@ -66,7 +67,7 @@ class JoinFailure:
 
 
 @dataclass(slots=True)
-class JoinReport:
+class JoinReport(SharedOnDeepcopy):
     """What a semantic join asked and spent: ``result.attrs["aiforge"]``."""
 
     strategy: str
@@ -104,9 +105,6 @@ class JoinReport:
     @property
     def total_tokens(self) -> int:
         return self.embedding_tokens + (0 if self.batch is None else self.batch.total_tokens)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> JoinReport:
-        return self  # a record shared, not copied: pandas deep-copies attrs on every operation
 
     def __repr__(self) -> str:
         k = f", k={self.k}" if self.k is not None else ""

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.identity import check_budget_enforceable
+from aiforge.core.report import SharedOnDeepcopy
 from aiforge.core.templates import RowTemplate
 from aiforge.core.types import UsageError
 from aiforge.semantic.distinct import DistinctTexts, embed_distinct
@@ -40,9 +41,9 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from aiforge.batch.results import BatchResult
+    from aiforge.batch.results import BatchFailure, BatchResult
     from aiforge.chat.agent import ChatAgent
-    from aiforge.semantic.embeddings import EmbeddingRun
+    from aiforge.semantic.embeddings import EmbeddingReport, EmbeddingRun
 
 DEFAULT_THRESHOLD = 0.9
 """Cosine similarity at or above which two texts are duplicates when ``threshold=`` is not given."""
@@ -88,8 +89,9 @@ class DedupRequest:
 
 
 @dataclass
-class DedupReport:
-    """What one ``dedup`` did and spent, kept in its result's ``.attrs["aiforge"]``."""
+class DedupReport(SharedOnDeepcopy):
+    """What one ``dedup`` did and spent, kept in its result's ``.attrs["aiforge"]``: an ``OperationReport``
+    (``core.report``)."""
 
     rows: int
     distinct: int
@@ -105,7 +107,7 @@ class DedupReport:
     """Asked pairs the model said are duplicates (a text confirmed with several groups joins one)."""
     groups: int = 0
     """Distinct ids among the rows."""
-    embedding: EmbeddingRun | None = field(default=None, repr=False)
+    embedding: EmbeddingReport | None = field(default=None, repr=False)
     """What embedding the distinct texts cost: requests, tokens, USD, cache hits (None: nothing to embed)."""
     confirmation: BatchResult | None = field(default=None, repr=False)
     """The ``run_batch`` over the asked pairs, with each pair's answer, cost and failures."""
@@ -123,6 +125,17 @@ class DedupReport:
         """Tokens of the embeddings and the confirmation batch."""
         embedding = self.embedding.usage.total_tokens if self.embedding is not None else 0
         return embedding + (self.confirmation.total_tokens if self.confirmation is not None else 0)
+
+    @property
+    def requests(self) -> int:
+        """Embeddings requests and the confirmation batch's requests."""
+        embedding = self.embedding.requests if self.embedding is not None else 0
+        return embedding + (self.confirmation.requests if self.confirmation is not None else 0)
+
+    @property
+    def failed(self) -> list[BatchFailure]:
+        """The confirmation's failed pairs (each counts as not a duplicate; the same as ``confirmation.failed``)."""
+        return [] if self.confirmation is None else list(self.confirmation.failed)
 
 
 def similarity_band(threshold: float | None, confirm: bool | tuple[float, float]) -> Band:
@@ -213,7 +226,7 @@ def ids_from_vectors(
     ids = pd.Series(index.take(positions), index=index, name=DUPLICATE_OF)
     report.rows = len(index)
     report.groups = int(ids.nunique())
-    report.embedding = embedding
+    report.embedding = embedding.report() if embedding is not None else None
     report.confirmation = batches[0] if batches else None
     report.pairs = [(int(distinct.first_rows[left]), int(distinct.first_rows[right])) for left, right in report.pairs]
     return ids, report

@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.options import BATCH_ARGUMENTS, batch_options
-from aiforge.batch.results import BatchResult, BudgetExceededError
+from aiforge.batch.results import BatchFailure, BatchResult, BudgetExceededError
 from aiforge.chat.operation_agent import operation_agent
+from aiforge.core.report import SharedOnDeepcopy
 from aiforge.core.templates import VALUE_FIELD, batch_prompts
 from aiforge.core.types import AIForgeError, UsageError
 from aiforge.semantic.topk_prompts import COMPARISON, pair_prompt, ranking_type, row_text, window_prompt
@@ -70,7 +71,7 @@ class ComparisonFailedError(AIForgeError):
 
 
 @dataclass(slots=True)
-class TopKRun:
+class TopKRun(SharedOnDeepcopy):
     """What ``topk`` did: the rows it chose (positions, best first) and every batch of comparisons it ran."""
 
     method: str
@@ -98,6 +99,12 @@ class TopKRun:
         return sum(len(b.results) - b.cached + len(b.failed) - len(b.skipped) for b in self.batches)
 
     @property
+    def failed(self) -> list[BatchFailure]:
+        """Comparisons that failed once, each asked again (a comparison failing twice raises
+        ``ComparisonFailedError``): the ranking does not miss them."""
+        return [failure for batch in self.batches for failure in batch.failed]
+
+    @property
     def total_cost(self) -> float:
         """USD spent over every round."""
         return sum(b.total_cost for b in self.batches)
@@ -106,9 +113,6 @@ class TopKRun:
     def total_tokens(self) -> int:
         """Input and output tokens over every round."""
         return sum(b.total_tokens for b in self.batches)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> TopKRun:
-        return self  # a finished record, shared: pandas deep-copies ``attrs`` on every operation
 
     def __repr__(self) -> str:
         return (

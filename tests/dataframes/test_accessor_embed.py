@@ -13,7 +13,7 @@ from aiforge import ChatAgent
 from aiforge.core.types import UsageError
 from aiforge.providers.scripted import ScriptedProvider
 from aiforge.semantic.embed_column import embedding_matrix
-from aiforge.semantic.embeddings import EmbeddingRun, embed_texts
+from aiforge.semantic.embeddings import EmbeddingReport, embed_texts
 
 REVIEWS = pd.read_csv(Path(__file__).parents[1] / "data" / "reviews.csv", index_col="id").head(6)
 
@@ -28,7 +28,7 @@ def test_embed_is_a_series_of_unit_float32_vectors_on_the_frames_index() -> None
     expected = embed_texts(ChatAgent(provider=ScriptedProvider()), subset["review"].tolist())
     assert np.array_equal(embedding_matrix(vectors), expected)
     run = vectors.attrs["aiforge"]
-    assert isinstance(run, EmbeddingRun) and run.requests == 1 and run.total_cost == 0.0
+    assert isinstance(run, EmbeddingReport) and run.requests == 1 and run.total_cost == 0.0
 
 
 def test_a_missing_value_is_none_and_not_sent() -> None:

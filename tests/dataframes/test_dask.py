@@ -24,6 +24,7 @@ from distributed import Client  # noqa: E402
 
 import aiforge  # noqa: E402,F401 - registers the accessors
 from aiforge import ChatAgent  # noqa: E402
+from aiforge.core.report import OperationReport  # noqa: E402
 from aiforge.dataframes.dask_accessor import JobSummary, job_summary  # noqa: E402
 from fakellm import LLMServer, RecordedRequest, Reply  # noqa: E402
 from tests.support.dask_cluster import local_client, openai_env  # noqa: E402
@@ -272,3 +273,4 @@ def test_rows_repeated_within_a_partition_are_asked_once_and_the_summary_adds_up
     saved = job_summary(result).saved
     assert (saved.requests, saved.naive_requests, saved.by_source["dedup"].requests) == (12, 24, 12)
     assert saved.input_tokens > 0 and job_summary(result).cached == 12
+    assert isinstance(job_summary(result), OperationReport) and job_summary(result).requests == server.request_count

@@ -19,7 +19,7 @@ from aiforge.batch.results import BatchResult
 from aiforge.core.types import UsageError
 from aiforge.providers.scripted import ScriptedProvider
 from aiforge.semantic.clusters import ClusterReport
-from aiforge.semantic.embeddings import EmbeddingRun
+from aiforge.semantic.embeddings import EmbeddingReport
 from aiforge.semantic.join import JoinReport
 from aiforge.semantic.near_duplicates import DedupReport
 from aiforge.semantic.topk import TopKRun
@@ -116,11 +116,11 @@ OPERATIONS: dict[str, tuple[Operation, Shape | str]] = {
     ),
     "df.embed": (
         lambda a: FRAME.aiforge.embed("text", agent=a),
-        Shape(pd.Series, name="text_embedding", dtype="object", report=EmbeddingRun),
+        Shape(pd.Series, name="text_embedding", dtype="object", report=EmbeddingReport),
     ),
     "s.embed": (
         lambda a: SERIES.aiforge.embed(agent=a),
-        Shape(pd.Series, name="text_embedding", dtype="object", report=EmbeddingRun),
+        Shape(pd.Series, name="text_embedding", dtype="object", report=EmbeddingReport),
     ),
     "df.dedup": (
         lambda a: FRAME.aiforge.dedup("text", agent=a),
