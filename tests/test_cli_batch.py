@@ -106,7 +106,9 @@ def test_parquet_without_pyarrow_says_how_to_install_it(tmp_path, capsys: pytest
     assert code == 2 and capsys.readouterr().err == "aiforge: error: Parquet files need pyarrow: pip install pyarrow\n"
 
 
-def test_a_failed_row_keeps_its_error_and_the_others_their_answers(tmp_path, capsys) -> None:
+def test_a_failed_row_keeps_its_error_and_the_others_their_answers(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from aiforge import register_provider
 
     def flaky(messages: list[dict[str, str]], **params: object) -> str:
@@ -122,9 +124,11 @@ def test_a_failed_row_keeps_its_error_and_the_others_their_answers(tmp_path, cap
 
     header, first, second = out.splitlines()
     assert code == 0 and header == "note,response,error"
-    # the summary says so; no FailedRowsWarning pointing at a DataFrame's .attrs the command never shows
-    assert "1 of 2 rows answered, $0.0000 (1 failed: see the error column)" in capsys.readouterr().err
     assert first == "alpha,fine," and second.startswith("beta,,") and "backend down" in second
+    # the closing line says so, pointing at the error column, with no warning about a Python object
+    err = capsys.readouterr().err
+    assert "1 of 2 rows answered, $0.0000; 1 of 2 rows failed (first: ProviderError: " in err
+    assert "see the error column" in err and "attrs" not in err and "Warning" not in err
 
 
 def test_batch_cache_file_answers_a_rerun_without_asking(sentiment_provider: list[str], tmp_path) -> None:
@@ -273,3 +277,17 @@ def test_repeated_rows_are_asked_once_and_the_line_says_what_was_saved(
     assert code == 0 and len(sentiment_provider) == 2
     assert out.splitlines()[1:] == ["1,Love it!,pos", "2,Broken.,neg", "3,Love it!,pos"]
     assert "3 of 3 rows answered, $0.0000; saved 1 of 3 requests" in capsys.readouterr().err
+
+
+def test_a_refused_batch_leaves_no_checkpoint_folder_beside_the_store(tmp_path, monkeypatch, capsys) -> None:
+    """A template naming no column is refused before any request, and the user's data folder gets nothing."""
+    data = tmp_path / "data"
+    monkeypatch.setenv("AIFORGE_STORE", str(data / "store.sqlite"))
+    source = tmp_path / "reviews.csv"
+    source.write_text("review\nGreat\nBad\n", encoding="utf-8")
+
+    code, out = run("batch", str(source), "--prompt", "{reveiw}", "-p", "scripted")
+
+    assert code == 2 and out == ""
+    assert "no column 'reveiw'" in capsys.readouterr().err
+    assert not (data / "batches").exists()

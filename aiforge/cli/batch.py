@@ -17,7 +17,7 @@ from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from aiforge.cli.batch_files import auto_checkpoint, check_target, discard, rescue
-from aiforge.core.failed_rows import FailedRowsWarning
+from aiforge.core.failed_rows import FailedRowsWarning, failed_rows_message
 from aiforge.core.setting_flags import option_settings
 from aiforge.core.types import AIForgeError
 
@@ -87,10 +87,9 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     # An automatic checkpoint of another batch (the input file changed) is started over, never refused.
     if args.restart or automatic:
         options["restart"] = True
+    # Failed rows are in the error column and the closing line, not a warning naming a Python object.
     try:
         with warnings.catch_warnings():
-            # the summary line below and the error column say what failed; the accessor's FailedRowsWarning
-            # would point at a DataFrame's .attrs that the command's user never sees
             warnings.simplefilter("ignore", FailedRowsWarning)
             if args.labels is not None:
                 labels = [label.strip() for label in args.labels.split(",") if label.strip()]
@@ -110,8 +109,8 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     saved = batch.saved
     print(
         f"aiforge: {len(frame) - len(batch.failed)} of {len(frame)} rows answered, ${batch.total_cost:.4f}"
-        + (f" ({len(batch.failed)} failed: see the error column)" if batch.failed else "")
-        + (f"; {saved}" if saved.requests else ""),
+        + (f"; {saved}" if saved.requests else "")
+        + (f"; {failed_rows_message(batch.failed, len(frame), where='the error column')}" if batch.failed else ""),
         file=sys.stderr,
     )
 
@@ -137,9 +136,9 @@ def _checkpoint(args: argparse.Namespace, schema: dict[str, Any] | None) -> tupl
     """The checkpoint file and whether it is the automatic one (``--checkpoint`` wins)."""
     if args.checkpoint is not None:
         return Path(args.checkpoint), False
+    # Its folder is made by the checkpoint's store when the first row lands: a batch refused before any
+    # request (a template naming no column) leaves nothing in the user's data folder.
     path = auto_checkpoint(args, schema)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
     return path, path is not None
 
 
