@@ -236,16 +236,29 @@ def test_an_invented_code_with_no_code_in_the_conversation_is_answered_without_t
     provider: LocalProvider,
 ) -> None:
     messages: list[Message] = [{"role": "user", "content": "Look up my last record."}]
-    server = ScriptedServer(
-        '{"tool": "lookup", "arguments": {"key": "R-1002"}}', '{"answer": "Which record do you mean?"}'
-    )
+    server = ScriptedServer('{"tool": "lookup", "arguments": {"key": "R-1002"}}', "Which record do you mean?")
 
     *chunks, final = run(provider, server, messages, [LOOKUP])
 
     assert isinstance(final, Completion) and final.tool_calls == []
     assert final.text == "Which record do you mean?" == "".join(chunks)
-    assert "anyOf" not in server.schema(1)  # an answer alone
+    # in the model's own words: no grammar (a JSON answer on a chat that never mentions JSON came out as ");")
+    assert "response_format" not in server.requests[1]
     assert "You can use these tools" not in json.dumps(server.requests[1]["messages"])
+    assert final.usage.output_tokens == 2 * 9  # both decodings are counted
+
+
+def test_a_call_copying_the_example_with_no_code_asked_about_is_answered_in_words(provider: LocalProvider) -> None:
+    """A question naming no SKU: the model called with the docstring's A-1001; the answer is then the model's own
+    words, not a JSON answer (on the real model those came out as ");" and "123456789012345A")."""
+    messages: list[Message] = [{"role": "user", "content": "How many units do we have?"}]
+    server = ScriptedServer('{"tool": "stock_level", "arguments": {"sku": "A-1001"}}', "Which product do you mean?")
+
+    *chunks, final = run(provider, server, messages, [STOCK_LEVEL])
+
+    assert isinstance(final, Completion) and final.tool_calls == []
+    assert final.text == "Which product do you mean?" == "".join(chunks)
+    assert "response_format" not in server.requests[1] and len(server.requests) == 2
 
 
 def test_an_answer_written_as_a_call_is_decoded_again_as_a_call_of_the_tool_it_names(provider: LocalProvider) -> None:

@@ -256,19 +256,27 @@ class LocalProvider(Provider):
         request = self._request(messages, tools, params)
         output = params.output
         if not tools and output is None:
-            run, parts, guard = _Run(loop), [], LoopGuard(self.loop_guard)
-            async with aclosing(self._decode(run, request)) as deltas:
-                async for delta in deltas:
-                    parts.append(delta)
-                    if shown := self._guarded(guard, run, delta):
-                        yield shown
-            if rest := guard.flush():
-                yield rest
-            yield self._completion(run, "".join(parts), [], run.final_usage(), guard)
+            async with aclosing(self._free_reply(loop, request, Usage())) as free:
+                async for event in free:
+                    yield event
             return
         async with aclosing(self._constrained(loop, request, messages, tools or [], output)) as events:
             async for event in events:
                 yield event
+
+    async def _free_reply(
+        self, loop: asyncio.AbstractEventLoop, request: dict[str, Any], usage: Usage
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """A text reply with no grammar, streamed through the loop guard; ``usage`` is what earlier attempts spent."""
+        run, parts, guard = _Run(loop), [], LoopGuard(self.loop_guard)
+        async with aclosing(self._decode(run, request)) as deltas:
+            async for delta in deltas:
+                parts.append(delta)
+                if shown := self._guarded(guard, run, delta):
+                    yield shown
+        if rest := guard.flush():
+            yield rest
+        yield self._completion(run, "".join(parts), [], usage + run.final_usage(), guard)
 
     async def _constrained(
         self,
@@ -358,6 +366,16 @@ class LocalProvider(Provider):
             elif attempt == 0 and meant is not None:
                 # the answer was a call written as text: decode it as a call of the tool it meant
                 schema = reply_schema([meant], output, argument_choices([meant], grounds), answer=False)
+            elif output is None and calling and problem in ("copy", "ungrounded"):
+                # no usable call before any tool result (it copied the example's value, or needs a code the
+                # conversation does not hold): answer without the tool, in the model's own words (asked for as a
+                # JSON answer on a chat that never mentions JSON, it wrote ");" and "123456789012345A")
+                request.pop("response_format", None)
+                request["messages"] = plain_chat
+                async with aclosing(self._free_reply(loop, request, usage)) as events:
+                    async for event in events:
+                        yield event
+                return
             else:
                 schema, request["messages"], examples = forbid_placeholders(answer_only), plain_chat, set()
         else:
