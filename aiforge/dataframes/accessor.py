@@ -354,9 +354,9 @@ class DataFrameOperations(_Operations):
     ) -> pd.Series:
         """The embedding of each text of ``column``: a Series ``<column>_embedding`` of float32 vectors.
 
-        Vectors have length 1 (a dot product is the cosine); a missing value gives None, an empty string is a
-        ``UsageError``. ``model`` is the embeddings model (default ``EMBEDDING_MODEL``, else the provider's);
-        ``cache=`` as ``map``'s; the ``EmbeddingReport`` (cost, tokens, requests) is in ``.attrs["aiforge"]``.
+        Vectors have unit length (L2 norm 1: a dot product is the cosine); a missing value gives None, an empty
+        string is a ``UsageError``. ``model`` is the embeddings model (default ``EMBEDDING_MODEL``, else the
+        provider's); ``cache=`` as ``map``'s; the ``EmbeddingReport`` (cost, tokens, requests) is in ``.attrs["aiforge"]``.
         See ``aiforge.semantic.embed_column``::
 
             vectors = df.aiforge.embed("review", provider="openai")

@@ -2,7 +2,7 @@
 
 Each word of a text (lower-cased ``\\w+`` runs) adds weight 1 to one coordinate, and each character trigram of
 the word (with a space either side) adds ``TRIGRAM_WEIGHT``, at a coordinate and sign picked by a stable hash
-(blake2b, the same in every process, unlike ``hash()``); the vector is then scaled to length 1. So "the cat sat"
+(blake2b, the same in every process, unlike ``hash()``); the vector is then scaled to unit length. So "the cat sat"
 and "the cat sat down" are near (cosine about 0.85), a typo ("recieve"/"receive") stays fairly near through
 the trigrams it shares, and unrelated texts are near 0. A text with no word is hashed whole.
 

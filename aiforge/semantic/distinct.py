@@ -60,7 +60,7 @@ class DistinctTexts:
 def embed_distinct(
     agent: ChatAgent, texts: list[str], cache: CacheOption = None, concurrency: int = DEFAULT_CONCURRENCY
 ) -> tuple[np.ndarray, EmbeddingRun]:
-    """The embedding of each text (rows in order, length 1) through ``agent``'s provider, and what it cost.
+    """The embedding of each text (rows in order, unit length) through ``agent``'s provider, and what it cost.
 
     An empty text (the embeddings APIs reject it) gets a zero vector, similar to nothing.
 

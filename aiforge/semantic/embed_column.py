@@ -1,6 +1,6 @@
 """A pandas column of texts as a column of embeddings: what ``df.aiforge.embed`` and ``ddf.aiforge.embed`` return.
 
-Each cell is the text's float32 vector (a 1-D ``numpy.ndarray`` of length 1, see ``embeddings``) on the input's
+Each cell is the text's float32 vector (a 1-D ``numpy.ndarray`` of unit length, see ``embeddings``) on the input's
 index, in a Series named ``<column>_embedding`` (``embedding`` for an unnamed Series). A missing value (None, NaN,
 ``pd.NA``) is None in the result and costs nothing, as pandas' own string methods keep missing values missing; an
 empty string is a ``UsageError`` naming its rows, since every embeddings API refuses one. The ``EmbeddingReport``

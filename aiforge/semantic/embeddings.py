@@ -8,7 +8,7 @@ What it does for the caller, so each operator does not:
   agent's ``CACHE`` setting, False turns it off, True, a path or ``"memory"`` name a cache);
 * the rest go in requests within the provider's ``embedding_limits`` (texts and estimated tokens per request),
   ``concurrency`` of them at a time, with a progress bar when there is more than one request;
-* every row is scaled to length 1, so a dot product is the cosine similarity (a zero vector stays zero);
+* every row is scaled to unit length (L2 norm 1), so a dot product is the cosine similarity (a zero vector stays zero);
 * a failed request raises its mapped aiforge error (``ProviderError`` and its kinds) once the requests in flight are
   cancelled; the requests that had succeeded are cached, whole vectors only, so running it again pays only the rest;
 * the cost and tokens of the requests are recorded on ``agent.cost_tracker`` (kind ``"embedding"``) and returned.
@@ -89,7 +89,7 @@ class EmbeddingRun:
     """The vectors of ``run_embeddings`` and what they cost (``report()``: the same without the vectors)."""
 
     vectors: np.ndarray = field(repr=False)
-    """float32, shape ``(len(texts), dim)``, each row of length 1 (or zero), in the order of the texts."""
+    """float32, shape ``(len(texts), dim)``, each row of unit length (or zero), in the order of the texts."""
     model: str
     """The embeddings model asked."""
     usage: Usage
@@ -138,7 +138,7 @@ def embed_texts(
     concurrency: int = DEFAULT_CONCURRENCY,
     batch_size: int | None = None,
 ) -> np.ndarray:
-    """The embedding of each of ``texts`` through ``agent``'s provider: float32 ``(len(texts), dim)``, rows of length 1.
+    """The embedding of each of ``texts`` through ``agent``'s provider: float32 ``(len(texts), dim)``, unit rows.
 
     ``model``: None uses the ``EMBEDDING_MODEL`` setting, else the provider's default embeddings model. See the
     module docstring for caching, batching and errors; ``run_embeddings`` also returns the cost.
@@ -367,7 +367,7 @@ class _Run:
 
 
 def _unit_rows(vectors: Any, count: int, provider: str) -> np.ndarray:
-    """A provider's vectors as float32 rows of length 1 (a zero row stays zero); checks there is one per text."""
+    """A provider's vectors as float32 rows of unit length (a zero row stays zero); checks there is one per text."""
     import numpy as np
 
     matrix = np.asarray(vectors, dtype=np.float32)

@@ -51,7 +51,7 @@ def checked_k(k: Any) -> int:
 
 
 def _unit_rows(vectors: np.ndarray, side: str) -> np.ndarray:
-    """``vectors`` as float32 rows of length 1 (a zero row stays zero); a ``UsageError`` for a non-matrix."""
+    """``vectors`` as float32 rows of unit length (a zero row stays zero); a ``UsageError`` for a non-matrix."""
     import numpy as np
 
     array = np.asarray(vectors, dtype=np.float32)

@@ -44,7 +44,7 @@ class LeaderGroups:
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """``vectors`` as float32 rows of length 1 (a zero row stays zero); a ``ValueError`` unless 2-D and finite.
+    """``vectors`` as float32 rows of unit length (a zero row stays zero); a ``ValueError`` unless 2-D and finite.
 
     >>> unit_rows(np.array([[3.0, 4.0]])).tolist()
     [[0.6000000238418579, 0.800000011920929]]
