@@ -356,8 +356,8 @@ class DataFrameOperations(_Operations):
 
         Vectors have unit length (L2 norm 1: a dot product is the cosine); a missing value gives None, an empty
         string is a ``UsageError``. ``model`` is the embeddings model (default ``EMBEDDING_MODEL``, else the
-        provider's); ``cache=`` as ``map``'s; the ``EmbeddingReport`` (cost, tokens, requests) is in ``.attrs["aiforge"]``.
-        See ``aiforge.semantic.embed_column``::
+        provider's); ``cache=`` as ``map``'s; the ``EmbeddingReport`` (cost, tokens, requests) is in
+        ``.attrs["aiforge"]``. See ``aiforge.semantic.embed_column``::
 
             vectors = df.aiforge.embed("review", provider="openai")
         """
