@@ -46,7 +46,9 @@ def test_rerunning_a_batch_with_the_cache_on_makes_no_request_and_costs_nothing(
     assert again.total_cost == 0 and again.cached == len(ITEMS)
     hit = again.results[0]
     assert hit.cached and hit.cost == 0 and hit.cached_cost == pytest.approx(first.results[0].cost)
-    assert hit.trace[0]["step"] == "cache" and hit.trace[0]["cached_cost"] == hit.cached_cost
+    # the row's record, after any wait for a free worker (a busy machine adds one before it)
+    served = [record for record in hit.trace if record["step"] != "wait"]
+    assert [r["step"] for r in served] == ["cache"] and served[0]["cached_cost"] == hit.cached_cost
     frame = again.to_dataframe()
     assert frame["cached"].tolist() == [True] * len(ITEMS) and frame["cost"].sum() == 0
 

@@ -30,6 +30,8 @@ HANG_GUARD = 60.0
 INDEX = pd.Index([], dtype="str", name="id")
 FRAME = pd.DataFrame({"text": pd.Series([], dtype="str"), "truth": pd.Series([], dtype="str")}, index=INDEX)
 SERIES = pd.Series([], dtype="str", name="text", index=INDEX)
+TEXT = str(SERIES.dtype)
+"""The dtype of text: ``str`` from pandas 3, ``object`` before (the lowest pandas CI tests)."""
 RIGHT = pd.DataFrame({"name": ["printer", "laptop"]}, index=pd.Index(["P1", "P2"], name="product"))
 LABELS = ["urgent", "routine"]
 
@@ -94,10 +96,10 @@ OPERATIONS: dict[str, tuple[Operation, Shape | str]] = {
     ),
     "df.filter": (
         lambda a: FRAME.aiforge.filter("Is {text} urgent?", agent=a),
-        Shape(pd.DataFrame, {"text": "str", "truth": "str"}),
+        Shape(pd.DataFrame, {"text": TEXT, "truth": TEXT}),
     ),
     "s.filter": (
-        lambda a: SERIES.aiforge.filter("Is {value} urgent?", agent=a), Shape(pd.Series, name="text", dtype="str")
+        lambda a: SERIES.aiforge.filter("Is {value} urgent?", agent=a), Shape(pd.Series, name="text", dtype=TEXT)
     ),
     "df.extract": (
         lambda a: FRAME.aiforge.extract("text", output=Person, agent=a),
@@ -124,11 +126,11 @@ OPERATIONS: dict[str, tuple[Operation, Shape | str]] = {
     ),
     "df.dedup": (
         lambda a: FRAME.aiforge.dedup("text", agent=a),
-        Shape(pd.Series, name="duplicate_of", dtype="str", report=DedupReport),
+        Shape(pd.Series, name="duplicate_of", dtype=TEXT, report=DedupReport),
     ),
     "s.dedup confirm=": (
         lambda a: SERIES.aiforge.dedup(confirm=True, agent=a),
-        Shape(pd.Series, name="duplicate_of", dtype="str", report=DedupReport),
+        Shape(pd.Series, name="duplicate_of", dtype=TEXT, report=DedupReport),
     ),
     "df.cluster": (
         lambda a: FRAME.aiforge.cluster("text", 3, agent=a),
@@ -140,32 +142,32 @@ OPERATIONS: dict[str, tuple[Operation, Shape | str]] = {
     ),
     "df.topk listwise": (
         lambda a: FRAME.aiforge.topk("the most urgent: {text}", 3, agent=a),
-        Shape(pd.DataFrame, {"text": "str", "truth": "str", "rank": "int64"}, report=TopKRun),
+        Shape(pd.DataFrame, {"text": TEXT, "truth": TEXT, "rank": "int64"}, report=TopKRun),
     ),
     "df.topk pairwise": (
         lambda a: FRAME.aiforge.topk("the most urgent: {text}", 3, method="pairwise", agent=a),
-        Shape(pd.DataFrame, {"text": "str", "truth": "str", "rank": "int64"}, report=TopKRun),
+        Shape(pd.DataFrame, {"text": TEXT, "truth": TEXT, "rank": "int64"}, report=TopKRun),
     ),
     "s.topk": (
         lambda a: SERIES.aiforge.topk("the most urgent: {value}", 1, agent=a),
-        Shape(pd.DataFrame, {"text": "str", "rank": "int64"}, report=TopKRun),
+        Shape(pd.DataFrame, {"text": TEXT, "rank": "int64"}, report=TopKRun),
     ),
     "df.join left side empty": (
         lambda a: FRAME.aiforge.join(RIGHT, "Is {left.text} about {right.name}?", agent=a),
-        Shape(pd.DataFrame, {"text": "str", "truth": "str", "name": "str"}, report=JoinReport, pairs=True),
+        Shape(pd.DataFrame, {"text": TEXT, "truth": TEXT, "name": TEXT}, report=JoinReport, pairs=True),
     ),
     "df.join right side empty": (
         lambda a: RIGHT.aiforge.join(FRAME, "Is {right.text} about {left.name}?", agent=a),
-        Shape(pd.DataFrame, {"name": "str", "text": "str", "truth": "str"}, report=JoinReport, pairs=True),
+        Shape(pd.DataFrame, {"name": TEXT, "text": TEXT, "truth": TEXT}, report=JoinReport, pairs=True),
     ),
     "df.join right side empty, candidates": (
         lambda a: RIGHT.aiforge.join(FRAME, "Is {right.text} about {left.name}?", strategy="candidates", agent=a),
-        Shape(pd.DataFrame, {"name": "str", "text": "str", "truth": "str"}, report=JoinReport, pairs=True),
+        Shape(pd.DataFrame, {"name": TEXT, "text": TEXT, "truth": TEXT}, report=JoinReport, pairs=True),
     ),
     # how="left" keeps every left row, each with no right row.
     "df.join right side empty, how=left": (
         lambda a: RIGHT.aiforge.join(FRAME, "Is {right.text} about {left.name}?", how="left", agent=a),
-        Shape(pd.DataFrame, {"name": "str", "text": "str", "truth": "str"}, report=JoinReport, rows=2, pairs=True),
+        Shape(pd.DataFrame, {"name": TEXT, "text": TEXT, "truth": TEXT}, report=JoinReport, rows=2, pairs=True),
     ),
     "df.agg": (lambda a: FRAME.aiforge.agg("What do the {text}s say?", agent=a), "agg: there are no rows"),
     "df.agg by=": (lambda a: FRAME.aiforge.agg("Sum up {text}", by="truth", agent=a), "agg: there are no rows"),
