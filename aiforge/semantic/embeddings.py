@@ -20,7 +20,7 @@ import asyncio
 import base64
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from aiforge.chat.arguments import checked_positive
@@ -84,49 +84,17 @@ class EmbeddingReport(SharedOnDeepcopy):
         return []
 
 
-@dataclass(slots=True)
-class EmbeddingRun:
-    """The vectors of ``run_embeddings`` and what they cost (``report()``: the same without the vectors)."""
+@dataclass(frozen=True, slots=True)
+class EmbeddingRun(EmbeddingReport):
+    """The vectors of ``run_embeddings`` and what they cost: an ``EmbeddingReport`` with the vectors (``report()``:
+    the same without them, for a result's ``.attrs``)."""
 
     vectors: np.ndarray = field(repr=False)
     """float32, shape ``(len(texts), dim)``, each row of unit length (or zero), in the order of the texts."""
-    model: str
-    """The embeddings model asked."""
-    usage: Usage
-    """Input tokens of the requests made (cached texts cost none)."""
-    cost: float
-    """USD of the requests made (0.0 for a free provider or an unpriced model: see ``priced``)."""
-    priced: bool
-    """False when the model has no price (add it with the ``PRICES`` setting)."""
-    requests: int
-    """Embeddings requests sent."""
-    embedded: int
-    """Distinct texts sent to the provider."""
-    cached: int
-    """Distinct texts served from the response cache."""
-    saved_cost: float
-    """USD the cached texts cost when they were first embedded."""
-
-    @property
-    def dim(self) -> int:
-        return int(self.vectors.shape[1])
-
-    @property
-    def total_cost(self) -> float:
-        """``cost``, under the name a ``BatchResult`` gives it."""
-        return self.cost
-
-    @property
-    def total_tokens(self) -> int:
-        """The input tokens of the requests made, under the name a ``BatchResult`` gives them."""
-        return self.usage.total_tokens
 
     def report(self) -> EmbeddingReport:
         """The run's counts, cost and model without the vectors: what a result's ``.attrs["aiforge"]`` keeps."""
-        return EmbeddingReport(
-            model=self.model, usage=self.usage, cost=self.cost, priced=self.priced, requests=self.requests,
-            embedded=self.embedded, cached=self.cached, saved_cost=self.saved_cost, dim=self.dim,
-        )
+        return EmbeddingReport(**{name.name: getattr(self, name.name) for name in fields(EmbeddingReport)})
 
 
 def embed_texts(
@@ -362,7 +330,7 @@ class _Run:
         matrix = np.stack([vectors[text] for text in texts]) if texts else np.zeros((0, dim), dtype=np.float32)
         return EmbeddingRun(
             vectors=matrix, model=self.model, usage=self.usage, cost=self.cost, priced=self.priced,
-            requests=self.requests, embedded=embedded, cached=cached, saved_cost=self.saved_cost,
+            requests=self.requests, embedded=embedded, cached=cached, saved_cost=self.saved_cost, dim=dim,
         )
 
 
