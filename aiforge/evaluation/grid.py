@@ -107,8 +107,6 @@ def evaluate(
     spec = Literal[label_set] if label_set is not None else output
     _check_batches(candidates, labelled, spec, concurrency, options)
     folder = _checkpoint_folder(checkpoint)
-    for candidate in candidates:  # every one before any request: a later candidate's refusal would waste the others'
-        check_budget_enforceable(candidate.runner, options.get("max_cost"))
     batches: dict[str, BatchResult] = {}
     for candidate in candidates:
         path = None if folder is None else _checkpoint_file(folder, candidate, labelled, spec)
@@ -195,7 +193,8 @@ def _check_batches(
 ) -> None:
     """What each candidate's batch would refuse before its first request, checked for all of them before the first
     candidate runs: the options, each template against the rows (a field naming no column, or no field at all), and
-    each agent's tools and labels against ``pack=``, ``calibrate=`` and ``LABELS_BY``."""
+    each agent's tools and labels against ``pack=``, ``calibrate=`` and ``LABELS_BY``, and its price against
+    ``max_cost=`` (a ``ConfigError`` naming ``PRICES``)."""
     from aiforge.batch.label_scoring import check_calibration, scored_labels
     from aiforge.batch.options import BatchOptions
     from aiforge.batch.orchestrator import checked_item_type
@@ -209,6 +208,7 @@ def _check_batches(
         except UsageError as exc:
             raise UsageError(f"evaluate: prompts[{prompt!r}]: {exc}") from None
     for name, runner in {c.agent: c.runner for c in candidates}.items():
+        check_budget_enforceable(runner, checked.max_cost)
         try:
             checked_item_type(runner)
             check_packable(runner, checked.pack)
