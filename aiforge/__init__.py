@@ -42,22 +42,22 @@ _LAZY: dict[str, str] = {
     "NotFoundError": "aiforge.core.errors",
     "BadRequestError": "aiforge.core.errors",
     "ContextWindowExceededError": "aiforge.core.errors",
-    "OutputValidationError": "aiforge.core.output",
-    "OutputRefusedError": "aiforge.core.output",
-    "FailedRowsWarning": "aiforge.core.failed_rows",
-    "ItemNotRunError": "aiforge.providers.batch_api",
-    "StoreError": "aiforge.store.db",
-    "CheckpointMismatchError": "aiforge.store.checkpoints",
-    "ReplayMismatchError": "aiforge.store.cassettes",
-    "BudgetExceededError": "aiforge.batch.results",
-    "MissingValueError": "aiforge.batch.results",
-    "BatchInterrupted": "aiforge.batch.runner",
-    "JobNotFinishedError": "aiforge.batch.batch_api.status",
-    "EmbeddedModelWarning": "aiforge.batch.embedded",
-    "ChatModelVectorsWarning": "aiforge.batch.embedded",
-    "AggregationError": "aiforge.semantic.aggregate",
-    "TruncatedRowWarning": "aiforge.semantic.agg_chunks",
-    "ComparisonFailedError": "aiforge.semantic.topk",
+    "OutputValidationError": "aiforge.core.errors",
+    "OutputRefusedError": "aiforge.core.errors",
+    "FailedRowsWarning": "aiforge.core.errors",
+    "ItemNotRunError": "aiforge.core.errors",
+    "StoreError": "aiforge.core.errors",
+    "CheckpointMismatchError": "aiforge.core.errors",
+    "ReplayMismatchError": "aiforge.core.errors",
+    "BudgetExceededError": "aiforge.core.errors",
+    "MissingValueError": "aiforge.core.errors",
+    "BatchInterrupted": "aiforge.core.errors",
+    "JobNotFinishedError": "aiforge.core.errors",
+    "EmbeddedModelWarning": "aiforge.core.errors",
+    "ChatModelVectorsWarning": "aiforge.core.errors",
+    "AggregationError": "aiforge.core.errors",
+    "TruncatedRowWarning": "aiforge.core.errors",
+    "ComparisonFailedError": "aiforge.core.errors",
     "logs": "aiforge.store.access",
     "sessions": "aiforge.store.access",
     "export_session": "aiforge.store.access",
@@ -119,47 +119,51 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from aiforge.batch.batch_api.status import JobNotFinishedError
     from aiforge.batch.cascade_spec import Cascade
-    from aiforge.batch.embedded import ChatModelVectorsWarning, EmbeddedModelWarning
-    from aiforge.batch.results import BatchResult, BudgetExceededError, MissingValueError
-    from aiforge.batch.runner import BatchInterrupted
+    from aiforge.batch.results import BatchResult
     from aiforge.chat.agent import ChatAgent
     from aiforge.chat.response import ChatResponse, ToolCallRecord
     from aiforge.core.costs import CostTracker
     from aiforge.core.describe import describe
     from aiforge.core.errors import (
+        AggregationError,
         AIForgeError,
         APIConnectionError,
         APITimeoutError,
         AuthenticationError,
         BadRequestError,
+        BatchInterrupted,
+        BudgetExceededError,
+        ChatModelVectorsWarning,
+        CheckpointMismatchError,
+        ComparisonFailedError,
         ConfigError,
         ContextWindowExceededError,
+        EmbeddedModelWarning,
+        FailedRowsWarning,
         Interrupted,
+        ItemNotRunError,
+        JobNotFinishedError,
+        MissingValueError,
         NotFoundError,
+        OutputRefusedError,
+        OutputValidationError,
         PermissionDeniedError,
         ProviderError,
         RateLimitError,
+        ReplayMismatchError,
+        StoreError,
+        TruncatedRowWarning,
         UsageError,
     )
-    from aiforge.core.failed_rows import FailedRowsWarning
     from aiforge.core.logs import setup_logging
-    from aiforge.core.output import OutputRefusedError, OutputValidationError
     from aiforge.core.settings import AIForgeSettings, load_settings
     from aiforge.jupyter.panel import ChatPanel
     from aiforge.modules.base import BaseModule
     from aiforge.providers import register_provider
     from aiforge.providers.base import Provider
-    from aiforge.providers.batch_api import ItemNotRunError
     from aiforge.providers.scripted import ScriptedProvider
-    from aiforge.semantic.agg_chunks import TruncatedRowWarning
-    from aiforge.semantic.aggregate import AggregationError
-    from aiforge.semantic.topk import ComparisonFailedError
     from aiforge.store.access import export_session, import_session, logs, sessions
-    from aiforge.store.cassettes import ReplayMismatchError
-    from aiforge.store.checkpoints import CheckpointMismatchError
-    from aiforge.store.db import StoreError
 
 
 def __getattr__(name: str) -> Any:

@@ -29,8 +29,9 @@ from aiforge.batch.cascade_report import CascadeReport
 from aiforge.batch.cascade_spec import LOCAL, Cascade
 from aiforge.batch.identity import pricer_of
 from aiforge.batch.options import BatchOptions
-from aiforge.batch.results import BatchResult, MissingValueError
+from aiforge.batch.results import BatchResult
 from aiforge.batch.savings import CASCADE, Savings
+from aiforge.core.errors import MissingValueError
 from aiforge.core.progress import progress_bar, progress_enabled
 from aiforge.core.templates import batch_prompts
 from aiforge.core.types import CallParams, LabelScores, Message, UsageError

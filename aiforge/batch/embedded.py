@@ -18,18 +18,10 @@ import warnings
 from typing import TYPE_CHECKING
 
 from aiforge.core.costs import _caller_stacklevel
-from aiforge.core.failed_rows import FailedRowsWarning
+from aiforge.core.errors import ChatModelVectorsWarning, EmbeddedModelWarning, FailedRowsWarning
 
 if TYPE_CHECKING:
     from aiforge.providers.base import Provider
-
-
-class EmbeddedModelWarning(UserWarning):
-    """A label or extraction batch runs on the embedded model, whose typed columns are often wrong."""
-
-
-class ChatModelVectorsWarning(EmbeddedModelWarning):
-    """``dedup``, ``join`` or ``cluster`` compares a chat model's pooled vectors, not an embedding model's."""
 
 
 _warned = False

@@ -32,10 +32,11 @@ from aiforge.batch.options import BatchOptions
 from aiforge.batch.packing import Packer, check_packable, pack_texts, packing_saving, warn_if_packing_failed
 from aiforge.batch.plan_table import plans_of
 from aiforge.batch.planner import run_cheapest
-from aiforge.batch.results import BatchItem, BatchResult, MissingValueError, PackingStats
+from aiforge.batch.results import BatchItem, BatchResult, PackingStats
 from aiforge.batch.runner import BatchRun, KeptBatch, forget, interrupted, keep
 from aiforge.core import otel
 from aiforge.core.aio import run_sync
+from aiforge.core.errors import MissingValueError
 from aiforge.core.otel import telemetry_of
 from aiforge.core.progress import progress_bar, progress_enabled
 from aiforge.core.templates import batch_prompts

@@ -31,7 +31,8 @@ from pydantic import Field, TypeAdapter, create_model
 from aiforge.batch.results import PackingStats
 from aiforge.batch.savings import PACKING, Savings
 from aiforge.core.costs import _caller_stacklevel
-from aiforge.core.output import WRAPPER_KEY, OutputSpec, OutputValidationError
+from aiforge.core.errors import OutputValidationError
+from aiforge.core.output import WRAPPER_KEY, OutputSpec
 from aiforge.core.tokens import estimate_tokens
 from aiforge.core.types import Usage, UsageError
 

@@ -30,11 +30,11 @@ from aiforge.batch.label_scoring import scored_labels
 from aiforge.batch.plans import FLEX_SLOWDOWN, Plan, deadline_seconds, duration_text
 from aiforge.batch.results import BatchResult
 from aiforge.batch.savings import Savings
+from aiforge.core.errors import ItemNotRunError
 from aiforge.core.pricing import BATCH_DISCOUNT, flex_discount
 from aiforge.core.templates import batch_prompts
 from aiforge.core.tier_override import service_tier_for_batch
 from aiforge.core.types import UsageError
-from aiforge.providers.batch_api import ItemNotRunError
 
 if TYPE_CHECKING:
     from aiforge.batch.options import BatchOptions

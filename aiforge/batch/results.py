@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aiforge.batch.savings import DEDUP, Savings, row_savings
+from aiforge.core.errors import BudgetExceededError, MissingValueError
 from aiforge.core.output import OutputSpec
 from aiforge.core.report import SharedOnDeepcopy
 from aiforge.core.timeline import MAX_ROWS
-from aiforge.core.types import AIForgeError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,14 +84,6 @@ class BatchFailure:
     def __repr__(self) -> str:
         error = f"{type(self.error).__name__}: {self.error}"
         return f"BatchFailure(index={self.index!r}, input={self.input[:40]!r}, error={error})"
-
-
-class MissingValueError(ValueError):
-    """A batch row whose item or template field is None, NaN or ``pd.NA``: it fails without a call."""
-
-
-class BudgetExceededError(AIForgeError):
-    """An item ``run_batch(max_cost=...)`` did not start: running it could have passed the budget."""
 
 
 @dataclass(slots=True)

@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiforge.batch.estimate import ItemPricer
-from aiforge.batch.results import BudgetExceededError
-from aiforge.core.types import Interrupted
+from aiforge.core.errors import BatchInterrupted, BudgetExceededError
 from aiforge.core.waits import queued
 from aiforge.store import Checkpoint
 
@@ -40,19 +39,6 @@ KEPT_BATCHES = 8
 """Interrupted batches whose finished items the process keeps in memory (the oldest is dropped first)."""
 YIELD_AFTER_S = 0.01
 """A worker gives the event loop a turn between two rows at least this often, whether or not its rows suspend."""
-
-
-class BatchInterrupted(Interrupted):
-    """Ctrl-C during ``run_batch``: the finished items are kept; the same call again runs only the rest.
-
-    A ``KeyboardInterrupt`` that IPython shows as one line (``%tb`` keeps the frames). ``finished`` and
-    ``total`` count the batch's items.
-    """
-
-    def __init__(self, message: str, *, finished: int = 0, total: int = 0) -> None:
-        super().__init__(message)
-        self.finished = finished
-        self.total = total
 
 
 @dataclass(slots=True)

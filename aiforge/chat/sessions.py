@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from aiforge.chat.memory import Conversation, new_conversation_id, trim_to_units
+from aiforge.core.errors import StoreError
 from aiforge.core.types import ConfigError, Message, UsageError
-from aiforge.store import Store, StoreError
+from aiforge.store import Store
 from aiforge.store.log import LogEntry, TurnLog
 from aiforge.store.sessions import Sessions
 

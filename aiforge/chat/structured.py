@@ -15,7 +15,8 @@ from typing import Any, Final
 
 from aiforge.chat.graph import ChatAgentState, run_graph, turn_state
 from aiforge.chat.runtime import final_call_truncated
-from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
+from aiforge.core.errors import OutputRefusedError, OutputValidationError
+from aiforge.core.output import OutputSpec
 from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import Message, ToolResult, TraceRecord
 from aiforge.core.waits import stamped

@@ -17,12 +17,13 @@ from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from aiforge.cli.batch_files import auto_checkpoint, check_target, discard, rescue
-from aiforge.core.failed_rows import FailedRowsWarning, failed_rows_message
+from aiforge.core.errors import FailedRowsWarning
+from aiforge.core.failed_rows import failed_rows_message
 from aiforge.core.setting_flags import option_settings
 from aiforge.core.types import AIForgeError
 
 if TYPE_CHECKING:
-    from aiforge.batch.runner import BatchInterrupted
+    from aiforge.core.errors import BatchInterrupted
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 _JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list,
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace, out: TextIO) -> None:
     command checkpoints automatically (``batch_files``), so after Ctrl-C the same command runs only the
     rest; if writing the result fails, the answers are rescued to a JSONL file.
     """
-    from aiforge.batch.runner import BatchInterrupted
+    from aiforge.core.errors import BatchInterrupted
 
     if args.concurrency < 1:
         raise BatchUsageError("--concurrency must be >= 1")

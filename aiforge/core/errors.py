@@ -1,7 +1,10 @@
-"""The errors aiforge raises on purpose: one line in IPython (``%tb`` shows the frames), never an API key.
+"""Every error and warning a user can meet, in one home: one line in IPython (``%tb`` shows the frames), never an
+API key.
 
-``aiforge.core.types`` re-exports every one of them (``from aiforge.core.types import ProviderError``).
-Nothing here imports anything of aiforge, so every module, ``core.output`` included, can raise them.
+``aiforge`` exports each of them (``except aiforge.BudgetExceededError``); ``aiforge.core.types`` re-exports the
+configuration and provider errors (``from aiforge.core.types import ProviderError``). Nothing here imports anything
+of aiforge, so every module of every layer can raise them: an error that carries a report (``AggregationError``,
+``ComparisonFailedError``) is handed it by the operation that raises it.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -66,6 +70,19 @@ class Interrupted(KeyboardInterrupt):
 
     def _render_traceback_(self) -> list[str]:
         return _short_traceback(self, "KeyboardInterrupt")
+
+
+class BatchInterrupted(Interrupted):
+    """Ctrl-C during ``run_batch``: the finished items are kept; the same call again runs only the rest.
+
+    A ``KeyboardInterrupt`` that IPython shows as one line (``%tb`` keeps the frames). ``finished`` and
+    ``total`` count the batch's items.
+    """
+
+    def __init__(self, message: str, *, finished: int = 0, total: int = 0) -> None:
+        super().__init__(message)
+        self.finished = finished
+        self.total = total
 
 
 class ProviderError(AIForgeError):
@@ -155,3 +172,95 @@ class ContextWindowExceededError(BadRequestError):
         super().__init__(message, **kwargs)
         self.context_window = context_window
         self.prompt_tokens = prompt_tokens
+
+
+class OutputValidationError(AIForgeError):
+    """The model's reply is not valid JSON for the ``output=`` type, after every retry.
+
+    ``raw_text`` is the reply as received; ``errors`` is pydantic's error list (``loc``, ``msg``, ``type``).
+    """
+
+    def __init__(self, message: str, *, raw_text: str, errors: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.raw_text = raw_text
+        self.errors = errors
+
+
+class OutputRefusedError(AIForgeError):
+    """The model refused to answer (a refusal is not a validation error); ``refusal`` is its explanation."""
+
+    def __init__(self, refusal: str) -> None:
+        super().__init__(f"The model refused to answer: {refusal}" if refusal else "The model refused to answer.")
+        self.refusal = refusal
+
+
+class StoreError(ConfigError):
+    """A store file aiforge cannot use (newer schema, another program's database, corrupt); says what to do."""
+
+
+class CheckpointMismatchError(AIForgeError, ValueError):
+    """The store holds the checkpoint of another batch; the message says what differs and how to start over."""
+
+
+class ReplayMismatchError(AIForgeError):
+    """A request in replay mode that the cassette does not hold; says what differs from the closest one."""
+
+
+class MissingValueError(ValueError):
+    """A batch row whose item or template field is None, NaN or ``pd.NA``: it fails without a call."""
+
+
+class BudgetExceededError(AIForgeError):
+    """An item ``run_batch(max_cost=...)`` did not start: running it could have passed the budget."""
+
+
+class ItemNotRunError(AIForgeError):
+    """A batch request the provider never ran: the job expired, was cancelled or failed before reaching it.
+
+    ``reason`` is ``"expired"``, ``"cancelled"`` or ``"failed"``; submitting the item again runs it.
+    """
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"not run: the batch job was {reason}" + (f" ({detail})" if detail else ""))
+        self.reason = reason
+
+
+class JobNotFinishedError(AIForgeError):
+    """``results()`` of a job that is still running; ``wait()`` first."""
+
+
+class AggregationError(AIForgeError):
+    """Chunks of an ``agg`` level failed (``failed``); the answered ones are kept, so the same call asks only those.
+
+    ``failed`` holds the failed chunks' ``BatchFailure``s, ``report`` the ``AggReport`` of what ran.
+    """
+
+    def __init__(self, message: str, *, failed: Sequence[Any], report: Any) -> None:
+        super().__init__(message)
+        self.failed = list(failed)
+        self.report = report
+
+
+class ComparisonFailedError(AIForgeError):
+    """A comparison that failed twice (after the agent's own retries): ``topk`` cannot rank without it."""
+
+    def __init__(self, message: str, run: Any) -> None:
+        super().__init__(message)
+        self.run = run
+        """What ran up to the failure (its ``TopKRun``: batches, cost and requests)."""
+
+
+class FailedRowsWarning(UserWarning):
+    """An operation returned with rows that failed: they are null in its result, their errors in ``.failed``."""
+
+
+class EmbeddedModelWarning(UserWarning):
+    """A label or extraction batch runs on the embedded model, whose typed columns are often wrong."""
+
+
+class ChatModelVectorsWarning(EmbeddedModelWarning):
+    """``dedup``, ``join`` or ``cluster`` compares a chat model's pooled vectors, not an embedding model's."""
+
+
+class TruncatedRowWarning(UserWarning):
+    """A row (or a partial answer) longer than one request can hold was cut to fit the context window."""

@@ -18,14 +18,11 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.errors import FailedRowsWarning
 from aiforge.core.logs import redact
 
 REASON_CHARS = 160
 """The first reason is cut to this many characters (and to its first line): the warning stays one line."""
-
-
-class FailedRowsWarning(UserWarning):
-    """An operation returned with rows that failed: they are null in its result, their errors in ``.failed``."""
 
 
 class FailedRow(Protocol):

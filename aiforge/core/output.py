@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from aiforge.core.errors import AIForgeError, UsageError
+from aiforge.core.errors import OutputValidationError, UsageError
 from aiforge.core.output_entry import checked_spec
 from aiforge.core.schema_bounds import impossible_bounds
 
@@ -38,26 +38,6 @@ STRICT_KEYWORDS = frozenset(
 STRICT_STRING_FORMATS = frozenset("date-time time date duration email hostname ipv4 ipv6 uuid".split())
 _FENCED = re.compile(r"```[a-zA-Z]*[ \t]*\n?(.*?)```", re.DOTALL)
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
-
-
-class OutputValidationError(AIForgeError):
-    """The model's reply is not valid JSON for the ``output=`` type, after every retry.
-
-    ``raw_text`` is the reply as received; ``errors`` is pydantic's error list (``loc``, ``msg``, ``type``).
-    """
-
-    def __init__(self, message: str, *, raw_text: str, errors: list[dict[str, Any]]) -> None:
-        super().__init__(message)
-        self.raw_text = raw_text
-        self.errors = errors
-
-
-class OutputRefusedError(AIForgeError):
-    """The model refused to answer (a refusal is not a validation error); ``refusal`` is its explanation."""
-
-    def __init__(self, refusal: str) -> None:
-        super().__init__(f"The model refused to answer: {refusal}" if refusal else "The model refused to answer.")
-        self.refusal = refusal
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # one instance per type (cached): identity is equality

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from aiforge.batch.results import BatchFailure, BatchItem, BatchResult, MissingValueError
+from aiforge.batch.results import BatchFailure, BatchItem, BatchResult
+from aiforge.core.errors import MissingValueError
 
 __all__ = ["BaseModule", "BatchFailure", "BatchItem", "BatchResult", "MissingValueError"]
 

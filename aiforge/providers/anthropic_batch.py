@@ -10,18 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from aiforge.core.errors import ItemNotRunError
 from aiforge.core.types import CallParams
 from aiforge.providers.anthropic_completion import ERROR_TYPE_STATUS, completion_from_anthropic
 from aiforge.providers.anthropic_output import output_tool_of
-from aiforge.providers.batch_api import (
-    BatchLimits,
-    BatchRequest,
-    BatchStatus,
-    ItemNotRunError,
-    ItemResult,
-    JobState,
-    ProviderBatchAPI,
-)
+from aiforge.providers.batch_api import BatchLimits, BatchRequest, BatchStatus, ItemResult, JobState, ProviderBatchAPI
 from aiforge.providers.sdk import SDKProvider, sdk_call
 from aiforge.providers.sdk_errors import error_for_status
 

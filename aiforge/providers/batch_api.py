@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
-from aiforge.core.types import AIForgeError, CallParams, Completion, Message, ToolSpec
+from aiforge.core.types import CallParams, Completion, Message, ToolSpec
 
 P = TypeVar("P")
 """The provider whose calls a Batch API sends."""
@@ -23,17 +23,6 @@ JobState = Literal["running", "cancelling", "completed", "expired", "cancelled",
 """A job's state in every provider's terms; ``BatchStatus.provider_status`` keeps the vendor's own word."""
 
 FINAL_STATES: frozenset[str] = frozenset({"completed", "expired", "cancelled", "failed"})
-
-
-class ItemNotRunError(AIForgeError):
-    """A batch request the provider never ran: the job expired, was cancelled or failed before reaching it.
-
-    ``reason`` is ``"expired"``, ``"cancelled"`` or ``"failed"``; submitting the item again runs it.
-    """
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"not run: the batch job was {reason}" + (f" ({detail})" if detail else ""))
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,16 +13,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Final
 
+from aiforge.core.errors import ItemNotRunError
 from aiforge.core.types import CallParams, ProviderError
-from aiforge.providers.batch_api import (
-    BatchLimits,
-    BatchRequest,
-    BatchStatus,
-    ItemNotRunError,
-    ItemResult,
-    JobState,
-    ProviderBatchAPI,
-)
+from aiforge.providers.batch_api import BatchLimits, BatchRequest, BatchStatus, ItemResult, JobState, ProviderBatchAPI
 from aiforge.providers.openai_completion import completion_from_openai
 from aiforge.providers.openai_wire import ChatCompletionsProvider
 from aiforge.providers.sdk import sdk_call

@@ -15,17 +15,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiforge.core.errors import ItemNotRunError
 from aiforge.core.types import CallParams
 from aiforge.providers.base import Provider
-from aiforge.providers.batch_api import (
-    BatchLimits,
-    BatchRequest,
-    BatchStatus,
-    ItemNotRunError,
-    ItemResult,
-    JobState,
-    ProviderBatchAPI,
-)
+from aiforge.providers.batch_api import BatchLimits, BatchRequest, BatchStatus, ItemResult, JobState, ProviderBatchAPI
 
 SCRIPTED_LIMITS = BatchLimits(max_requests=50_000, max_bytes=200 * 1024 * 1024)
 _job_ids = itertools.count(1)

@@ -56,10 +56,6 @@ _ANSWERS_PART = (
 )
 
 
-class TruncatedRowWarning(UserWarning):
-    """A row (or a partial answer) longer than one request can hold was cut to fit the context window."""
-
-
 @dataclass(frozen=True)
 class AggInstruction:
     """An ``agg`` prompt: the instruction the model reads, and the columns each row is rendered from.

@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.identity import batch_identity
-from aiforge.batch.runner import KEPT_BATCHES, BatchInterrupted
+from aiforge.batch.runner import KEPT_BATCHES
 from aiforge.core.context_windows import context_window
 from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.errors import AggregationError, BatchInterrupted, TruncatedRowWarning
 from aiforge.core.output import OutputSpec
 from aiforge.core.report import SharedOnDeepcopy
-from aiforge.core.types import AIForgeError, ContextWindowExceededError, UsageError
-from aiforge.semantic.agg_chunks import ANSWERS, ROWS, ChunkBudget, Kind, TruncatedRowWarning, chunk_prompt, pack
+from aiforge.core.types import ContextWindowExceededError, UsageError
+from aiforge.semantic.agg_chunks import ANSWERS, ROWS, ChunkBudget, Kind, chunk_prompt, pack
 
 if TYPE_CHECKING:
     from aiforge.batch.results import BatchFailure, BatchResult
@@ -125,15 +126,6 @@ class AggReport(SharedOnDeepcopy):
             f"total_tokens={self.total_tokens}, total_cost={self.total_cost:.6f}, "
             f"largest_request={self.largest_request}/{self.context_window}, truncated={self.truncated})"
         )
-
-
-class AggregationError(AIForgeError):
-    """Chunks of an ``agg`` level failed (``failed``); the answered ones are kept, so the same call asks only those."""
-
-    def __init__(self, message: str, *, failed: Sequence[BatchFailure], report: AggReport) -> None:
-        super().__init__(message)
-        self.failed = list(failed)
-        self.report = report
 
 
 @dataclass(frozen=True)

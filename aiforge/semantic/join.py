@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from aiforge.batch.identity import check_budget_enforceable
 from aiforge.batch.options import batch_options
-from aiforge.batch.results import BatchResult, BudgetExceededError, MissingValueError
+from aiforge.batch.results import BatchResult
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.costs import _caller_stacklevel
-from aiforge.core.failed_rows import FailedRowsWarning
+from aiforge.core.errors import BudgetExceededError, FailedRowsWarning, MissingValueError
 from aiforge.core.report import SharedOnDeepcopy
 from aiforge.core.types import UsageError
 from aiforge.semantic.join_candidates import DEFAULT_K, checked_k, nearest

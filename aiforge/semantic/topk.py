@@ -38,11 +38,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.options import BATCH_ARGUMENTS, batch_options
-from aiforge.batch.results import BatchFailure, BatchResult, BudgetExceededError
+from aiforge.batch.results import BatchFailure, BatchResult
 from aiforge.chat.operation_agent import operation_agent
+from aiforge.core.errors import BudgetExceededError, ComparisonFailedError
 from aiforge.core.report import SharedOnDeepcopy
 from aiforge.core.templates import VALUE_FIELD, batch_prompts
-from aiforge.core.types import AIForgeError, UsageError
+from aiforge.core.types import UsageError
 from aiforge.semantic.topk_prompts import COMPARISON, pair_prompt, ranking_type, row_text, window_prompt
 
 if TYPE_CHECKING:
@@ -59,15 +60,6 @@ TOPK_OPTIONS = ("cache", "checkpoint", "restart", "max_cost", "dedup")
 """``run_batch`` options ``topk`` passes to every round; the rest of them (``output``, ``pack``...) do not apply."""
 _SHUFFLE_SEED = 25
 """Seeds the order rows are listed in a window: fixed, so a run is repeatable."""
-
-
-class ComparisonFailedError(AIForgeError):
-    """A comparison that failed twice (after the agent's own retries): ``topk`` cannot rank without it."""
-
-    def __init__(self, message: str, run: TopKRun) -> None:
-        super().__init__(message)
-        self.run = run
-        """What ran up to the failure (its batches, cost and requests)."""
 
 
 @dataclass(slots=True)

@@ -3,9 +3,10 @@
 Nothing here is imported by ``import aiforge``; sqlite3 and platformdirs load when a store is first used.
 """
 
+from aiforge.core.errors import CheckpointMismatchError, StoreError
 from aiforge.store.cache import CacheStats, ResponseCache
-from aiforge.store.checkpoints import Checkpoint, CheckpointMismatchError, CheckpointRecord
-from aiforge.store.db import Store, StoreError
+from aiforge.store.checkpoints import Checkpoint, CheckpointRecord
+from aiforge.store.db import Store
 from aiforge.store.fingerprint import BatchFingerprint, batch_fingerprint, fingerprint, reply_fingerprint
 
 __all__ = [

@@ -24,15 +24,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from aiforge.core.types import AIForgeError, CallParams, Completion, Message, ToolSpec, Usage
+from aiforge.core.errors import ReplayMismatchError
+from aiforge.core.types import CallParams, Completion, Message, ToolSpec, Usage
 from aiforge.store.fingerprint import fingerprint, numbered_tool_ids
 
 _rewritten: set[Path] = set()
 _files_lock = threading.Lock()
-
-
-class ReplayMismatchError(AIForgeError):
-    """A request in replay mode that the cassette does not hold; says what differs from the closest one."""
 
 
 class Cassette:

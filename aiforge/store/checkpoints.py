@@ -12,16 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from aiforge.core.types import AIForgeError
+from aiforge.core.errors import CheckpointMismatchError
 from aiforge.store.db import Store
 from aiforge.store.fingerprint import BatchFingerprint
 
 if TYPE_CHECKING:
     import sqlite3
-
-
-class CheckpointMismatchError(AIForgeError, ValueError):
-    """The store holds the checkpoint of another batch; the message says what differs and how to start over."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
+from aiforge.core.errors import StoreError
 from aiforge.core.types import ConfigError
 from aiforge.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
@@ -42,10 +43,6 @@ _shared_lock = threading.Lock()
 # Connections inherited through fork: never used, and never closed either, because closing one in the child
 # could checkpoint and delete the -wal file the parent is still writing.
 _inherited: list[sqlite3.Connection] = []
-
-
-class StoreError(ConfigError):
-    """A store file aiforge cannot use (newer schema, another program's database, corrupt); says what to do."""
 
 
 class Store:

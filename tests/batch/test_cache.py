@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from aiforge import ChatAgent
-from aiforge.core.output import OutputRefusedError
+from aiforge.core.errors import OutputRefusedError
 from aiforge.core.types import ConfigError
 from fakellm import Fault, LLMServer, Reply, ToolCallSpec
 

@@ -22,9 +22,9 @@ from pydantic import BaseModel
 import aiforge  # noqa: F401 - registers the accessors
 from aiforge.batch.runner import BatchInterrupted
 from aiforge.core.context_windows import DEFAULT_CONTEXT_WINDOW, context_window
+from aiforge.core.errors import TruncatedRowWarning
 from aiforge.core.tokens import CHARS_PER_TOKEN
 from aiforge.core.types import ConfigError, UsageError
-from aiforge.semantic.agg_chunks import TruncatedRowWarning
 from aiforge.semantic.aggregate import AggregationError, AggReport
 from fakellm import Fault, LLMServer, RecordedRequest, Reply, estimate_input_tokens
 

@@ -6,7 +6,8 @@ job reports, ``requests`` for what each item sends, and ``aiforge.providers.batc
 """
 
 from aiforge.batch.batch_api.job import BatchJob
-from aiforge.batch.batch_api.status import JobNotFinishedError, JobStatus
-from aiforge.providers.batch_api import BatchLimits, ItemNotRunError
+from aiforge.batch.batch_api.status import JobStatus
+from aiforge.core.errors import ItemNotRunError, JobNotFinishedError
+from aiforge.providers.batch_api import BatchLimits
 
 __all__ = ["BatchJob", "BatchLimits", "ItemNotRunError", "JobNotFinishedError", "JobStatus"]

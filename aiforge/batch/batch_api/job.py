@@ -25,14 +25,21 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.batch_api.requests import batch_requests, call_params, index_of, to_result
-from aiforge.batch.batch_api.status import JobNotFinishedError, JobStatus, job_status
+from aiforge.batch.batch_api.status import JobStatus, job_status
 from aiforge.batch.identity import batch_identity, open_checkpoint
-from aiforge.batch.results import BatchFailure, BatchResult, MissingValueError
+from aiforge.batch.results import BatchFailure, BatchResult
 from aiforge.core.aio import run_sync
-from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
+from aiforge.core.errors import (
+    ItemNotRunError,
+    JobNotFinishedError,
+    MissingValueError,
+    OutputRefusedError,
+    OutputValidationError,
+)
+from aiforge.core.output import OutputSpec
 from aiforge.core.templates import RowTemplate, batch_prompts
 from aiforge.core.types import ProviderError, UsageError
-from aiforge.providers.batch_api import BatchLimits, BatchStatus, ItemNotRunError, ProviderBatchAPI
+from aiforge.providers.batch_api import BatchLimits, BatchStatus, ProviderBatchAPI
 
 if TYPE_CHECKING:
     from aiforge.batch.owner import BatchOwner

@@ -14,7 +14,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from aiforge.core.costs import CostRecord
-from aiforge.core.output import OutputRefusedError, OutputSpec
+from aiforge.core.errors import OutputRefusedError
+from aiforge.core.output import OutputSpec
 from aiforge.core.pricing import batch_price_of
 from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import CallParams, Completion, Message, UsageError

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aiforge.core.types import AIForgeError
 from aiforge.providers.batch_api import BatchStatus
-
-
-class JobNotFinishedError(AIForgeError):
-    """``results()`` of a job that is still running; ``wait()`` first."""
 
 
 @dataclass(frozen=True, slots=True)
