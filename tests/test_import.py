@@ -50,13 +50,59 @@ LAYERS = {
     "semantic": 5,
     "evaluation": 5,
     "dataframes": 6,
-    "modules": 7,
     "jupyter": 7,
-    "cli": 7,
-    "__init__": 7,
-    "__main__": 7,
+    "cli": 8,
+    "modules": 8,
+    "__init__": 8,
+    "__main__": 8,
 }
-"""Rank of each part of ``aiforge/``: a module may import only from its own rank or below."""
+"""Rank of each part of ``aiforge/``: a module may import only from its own rank or below. The folders' ranks are
+README Architecture's diagram, bottom line 0 (``test_the_ranks_are_the_readme_diagram``); the package's own
+``__init__`` (``aiforge.ChatAgent`` and the other lazy names) and ``__main__`` sit on top with the CLI."""
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+MAX_LINES = 300
+"""No module of ``aiforge/`` is longer: one past it is usually two ideas (STYLE.md), split by idea."""
+
+
+def _diagram_ranks(readme: str) -> dict[str, int]:
+    """The folder ranks README Architecture's diagram draws: a line that starts at column 0 names the folders of one
+    layer (``batch/, tools/``), the description follows after two spaces; the bottom line is rank 0."""
+    section = readme.split("\n## Architecture\n", 1)[1]
+    diagram = section.split("```", 2)[1]
+    layers = [
+        [name.strip().rstrip("/") for name in line.split("  ", 1)[0].split(",")]
+        for line in diagram.splitlines()
+        if line[:1].strip()
+    ]
+    return {name: rank for rank, names in enumerate(reversed(layers)) for name in names}
+
+
+def test_diagram_ranks_read_one_layer_a_line() -> None:
+    readme = "## Intro\n\n## Architecture\n\ntext\n```\ncli/, a/        top\n                 more\nb/     x, y\n```\n"
+    assert _diagram_ranks(readme) == {"cli": 1, "a": 1, "b": 0}
+
+
+def test_the_ranks_are_the_readme_diagram() -> None:
+    """The layer test checks what the README documents: every folder of ``aiforge/`` in the diagram, at its rank."""
+    folders = {path.parent.name for path in Path(aiforge.__file__).parent.glob("*/__init__.py")}
+    ranks = _diagram_ranks(README.read_text(encoding="utf-8"))
+    assert set(ranks) == folders
+    assert ranks == {part: rank for part, rank in LAYERS.items() if part not in ("__init__", "__main__")}
+
+
+def test_no_module_is_over_300_lines() -> None:
+    """Lists every offender, longest first, with its length."""
+    root = Path(aiforge.__file__).parent
+    lengths = {
+        str(path.relative_to(root.parent)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in root.rglob("*.py")
+    }
+    offenders = sorted(((n, path) for path, n in lengths.items() if n > MAX_LINES), reverse=True)
+    listed = "\n".join(f"  {path}: {n} lines" for n, path in offenders)
+    assert not offenders, f"{len(offenders)} module(s) over {MAX_LINES} lines, split each by idea:\n{listed}"
+
 
 OLD_HOMES: dict[str, str] = {}
 """Public import paths whose module moved up a layer: each only re-exports its new home. None today: the reference
@@ -143,8 +189,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
             elif target in stack:
                 low[module] = min(low[module], index[target])
         if low[module] == index[module]:
-            component = stack[stack.index(module):]
-            del stack[stack.index(module):]
+            component = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
             if len(component) > 1:
                 found.append(sorted(component))
 
