@@ -42,10 +42,7 @@ import json
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
-
-import pydantic_core
 
 from aiforge.core.tokens import CHARS_PER_TOKEN
 from aiforge.core.types import (
@@ -55,52 +52,22 @@ from aiforge.core.types import (
     Embeddings,
     LabelScores,
     Message,
-    ToolCall,
     ToolSpec,
     Usage,
     UsageError,
-    new_tool_call,
 )
 from aiforge.providers.base import Provider, StreamEvent, StructuredOutputMode
 from aiforge.providers.batch_api import BatchLimits
 from aiforge.providers.scripted_batch import ScriptedBatchAPI, ScriptedBatches
 from aiforge.providers.scripted_embeddings import SCRIPTED_DIM, hashed_embedding
+from aiforge.providers.scripted_replies import ScriptedCall as ScriptedCall
+from aiforge.providers.scripted_replies import ScriptedReply as ScriptedReply
+from aiforge.providers.scripted_replies import refusal as refusal
+from aiforge.providers.scripted_replies import structured as structured
+from aiforge.providers.scripted_replies import tool_call as tool_call
+from aiforge.providers.scripted_replies import tool_calls as tool_calls
 
-_ids = itertools.count(1)
 _instance_ids = itertools.count(1)
-
-
-_NO_OUTPUT: Any = object()
-
-
-@dataclass(slots=True)
-class ScriptedReply:
-    """One scripted model answer: text, tool calls, or both; or a structured value, or a refusal."""
-
-    text: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: Usage | None = None
-    output: Any = _NO_OUTPUT
-    """A structured answer (pydantic model, dataclass, dict, list or scalar): replaces ``text`` with its JSON."""
-    refusal: str | None = None
-    """The model declines to answer: ``Completion.refusal``, with empty text."""
-
-    def __post_init__(self) -> None:
-        if self.output is not _NO_OUTPUT:
-            self.text = pydantic_core.to_json(self.output).decode()
-
-
-@dataclass(slots=True)
-class ScriptedCall:
-    """What the provider received for one call."""
-
-    messages: list[Message]
-    tools: list[ToolSpec] | None
-    params: CallParams
-
-    @property
-    def last_user_message(self) -> str:
-        return next((m["content"] for m in reversed(self.messages) if m["role"] == "user"), "")
 
 
 Script = str | ScriptedReply | BaseException | Callable[[list[Message]], "str | ScriptedReply"]
@@ -108,27 +75,6 @@ EmbeddingScript = Callable[[str], Sequence[float]]
 """``embeddings=``: one text -> its vector (every text's of the same length)."""
 LabelScript = Callable[[list[Message]], "Mapping[str, float] | str"]
 """``scores=``: the messages of one request -> each label's weight (normalised), or the one likely label."""
-
-
-def tool_call(name: str, arguments: dict[str, Any] | None = None, /, **kwargs: Any) -> ScriptedReply:
-    """A scripted reply that calls one tool: ``tool_call("weather", city="NYC")``."""
-    args = dict(arguments or {}, **kwargs)
-    return ScriptedReply(tool_calls=[new_tool_call(name, args, f"call_{next(_ids):06d}")])
-
-
-def tool_calls(*calls: tuple[str, dict[str, Any]]) -> ScriptedReply:
-    """A scripted reply with several parallel tool calls: ``tool_calls(("a", {...}), ("b", {...}))``."""
-    return ScriptedReply(tool_calls=[new_tool_call(n, a, f"call_{next(_ids):06d}") for n, a in calls])
-
-
-def structured(value: Any) -> ScriptedReply:
-    """A scripted structured answer: ``structured(Review(...))``, ``structured({"a": 1})``, ``structured(True)``."""
-    return ScriptedReply(output=value)
-
-
-def refusal(explanation: str = "") -> ScriptedReply:
-    """A scripted refusal to answer: ``refusal("I can't help with that.")``."""
-    return ScriptedReply(refusal=explanation)
 
 
 def _echo(messages: list[Message]) -> str:

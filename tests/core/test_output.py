@@ -14,13 +14,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
-from aiforge.core.output import (
-    STRICT_KEYWORDS,
-    STRICT_STRING_FORMATS,
-    OutputRefusedError,
-    OutputSpec,
-    OutputValidationError,
-)
+from aiforge.core.errors import OutputRefusedError, OutputValidationError
+from aiforge.core.output import STRICT_KEYWORDS, STRICT_STRING_FORMATS, OutputSpec
 from aiforge.core.types import AIForgeError
 
 
