@@ -20,115 +20,26 @@ only when ``OTEL_CONTENT`` is true, or when it is unset and the standard
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is ``true``, ``SPAN_ONLY`` or ``SPAN_AND_EVENT``. Every
 text put on a span goes through ``core.logs.redact``: no key reaches a span.
 
-opentelemetry-api is imported here only, and only once a setting turns spans on: with ``OTEL=False`` each hook in
-the turn is one ``is None`` test.
+opentelemetry-api is imported by ``core.telemetry`` only, and only once a setting turns spans on: with
+``OTEL=False`` each hook in the turn is one ``is None`` test.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 from collections.abc import Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass
-from types import ModuleType, TracebackType
+from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit
 
 from aiforge.core.logs import redact
-from aiforge.core.types import CallParams, Completion, ConfigError, Message, ToolCall
-
-TRACER_NAME = "aiforge"
-CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-_CONTENT_ON = frozenset({"true", "1", "span_only", "span_and_event"})
-_PROVIDER_NAMES = {"openai": "openai", "anthropic": "anthropic"}
-"""aiforge provider -> ``gen_ai.provider.name`` where the conventions list one; the others keep aiforge's name."""
-_DEFAULT_PORTS = {"https": 443, "http": 80}
+from aiforge.core.telemetry import Telemetry as Telemetry
+from aiforge.core.telemetry import _api, _context
+from aiforge.core.telemetry import telemetry_of as telemetry_of
+from aiforge.core.types import CallParams, Completion, Message, ToolCall
 
 _model_span: ContextVar[Any] = ContextVar("aiforge_otel_model_span", default=None)
 """The ``chat`` span of the model call in progress in this context (its retries become events on it)."""
-
-
-@functools.cache
-def _api() -> ModuleType:
-    """``opentelemetry.trace`` (imported on first use); ``ConfigError`` when opentelemetry-api is not installed."""
-    try:
-        from opentelemetry import trace
-    except ImportError:
-        raise ConfigError(
-            'OTEL=True needs OpenTelemetry: pip install "aiforge-kit[otel]" (or opentelemetry-api), or turn the '
-            "setting off (OTEL=False, AIFORGE_OTEL=false or OTEL: false in aiforge.yaml)"
-        ) from None
-    return trace
-
-
-@functools.cache
-def _context() -> ModuleType:
-    from opentelemetry import context
-
-    return context
-
-
-@functools.cache
-def _tracer() -> Any:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        release: str | None = version("aiforge-kit")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        release = None
-    return _api().get_tracer(TRACER_NAME, release)
-
-
-def content_wanted(setting: bool | None) -> bool:
-    """Whether message content goes on spans: ``OTEL_CONTENT`` when set, else the standard environment variable."""
-    if setting is not None:
-        return setting
-    return os.environ.get(CONTENT_ENV, "").strip().lower() in _CONTENT_ON
-
-
-@dataclass(frozen=True, slots=True)
-class Telemetry:
-    """Where one agent's spans go and what they say of its provider; None on the agent when ``OTEL`` is off."""
-
-    tracer: Any
-    provider: str
-    """``gen_ai.provider.name``."""
-    content: bool
-    """Message content is recorded (opted in)."""
-    server: dict[str, Any]
-    """``server.address`` and ``server.port`` of the provider's base URL; empty for an in-process model."""
-    sends_temperature: bool = True
-    """The provider is sent the temperature (``gen_ai.request.temperature`` is recorded only when it is)."""
-
-
-def telemetry_of(settings: Any, provider_name: str, provider: Any) -> Telemetry | None:
-    """The telemetry of an agent with these ``settings`` and ``provider``, or None when ``OTEL`` is off.
-
-    >>> telemetry_of(load_settings(), "scripted", ScriptedProvider()) is None   # OTEL defaults to False
-    True
-    """
-    if not settings.OTEL:
-        return None
-    _api()  # fails now, at the agent's construction, when opentelemetry-api is missing
-    return Telemetry(
-        tracer=_tracer(),
-        provider=_PROVIDER_NAMES.get(provider_name, provider_name),
-        content=content_wanted(settings.OTEL_CONTENT),
-        server=_server(provider.base_url),
-        sends_temperature=provider.temperature_unsent is None,
-    )
-
-
-def _server(base_url: str | None) -> dict[str, Any]:
-    if not base_url:
-        return {}
-    parts = urlsplit(base_url)
-    if not parts.hostname:
-        return {}
-    port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
-    return {"server.address": parts.hostname, "server.port": port} if port else {"server.address": parts.hostname}
 
 
 class SpanScope:
@@ -196,19 +107,24 @@ def batch_scope(telemetry: Telemetry, *, model: str, concurrency: int) -> SpanSc
     Not a GenAI operation of the conventions (``invoke_workflow`` is for multi-agent workflows), so it has no
     ``gen_ai.operation.name``: aiforge's own span, under aiforge's own name.
     """
-    attributes = {"gen_ai.provider.name": telemetry.provider, "gen_ai.request.model": model,
-                  "aiforge.batch.concurrency": concurrency}
+    attributes = {
+        "gen_ai.provider.name": telemetry.provider,
+        "gen_ai.request.model": model,
+        "aiforge.batch.concurrency": concurrency,
+    }
     return SpanScope(_start(telemetry, "aiforge.batch", attributes))
 
 
 def end_batch(span: Any, result: Any) -> None:
     """Put a finished batch's outcome on its span: rows, failures, cache hits, cost."""
-    span.set_attributes({
-        "aiforge.batch.size": len(result.inputs),
-        "aiforge.batch.failed": len(result.failed),
-        "aiforge.batch.cached": result.cached,
-        "aiforge.cost_usd": result.total_cost,
-    })
+    span.set_attributes(
+        {
+            "aiforge.batch.size": len(result.inputs),
+            "aiforge.batch.failed": len(result.failed),
+            "aiforge.batch.cached": result.cached,
+            "aiforge.cost_usd": result.total_cost,
+        }
+    )
 
 
 # -- turns -----------------------------------------------------------------------------------------------------
@@ -303,11 +219,14 @@ def note_retry(error: BaseException, delay: float, retries_done: int) -> None:
     span = _model_span.get()
     if span is None:
         return
-    span.add_event("aiforge.retry", {
-        "error.type": type(error).__qualname__,
-        "aiforge.retry.number": retries_done + 1,
-        "aiforge.retry.delay_s": delay,
-    })
+    span.add_event(
+        "aiforge.retry",
+        {
+            "error.type": type(error).__qualname__,
+            "aiforge.retry.number": retries_done + 1,
+            "aiforge.retry.delay_s": delay,
+        },
+    )
 
 
 # -- tools -----------------------------------------------------------------------------------------------------
@@ -325,8 +244,9 @@ def tool_scope(telemetry: Telemetry, call: ToolCall, description: str | None) ->
     if description:
         attributes["gen_ai.tool.description"] = redact(description)
     if telemetry.content:
-        attributes["gen_ai.tool.call.arguments"] = redact(json.dumps(call["arguments"], ensure_ascii=False,
-                                                                     default=str))
+        attributes["gen_ai.tool.call.arguments"] = redact(
+            json.dumps(call["arguments"], ensure_ascii=False, default=str)
+        )
     return SpanScope(_start(telemetry, f"execute_tool {call['name']}", attributes))
 
 
@@ -352,8 +272,7 @@ def _messages_json(messages: list[Message]) -> str:
 def _message_parts(message: Message) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
     if message["role"] == "tool":
-        parts.append({"type": "tool_call_response", "id": message.get("tool_call_id"),
-                      "response": message["content"]})
+        parts.append({"type": "tool_call_response", "id": message.get("tool_call_id"), "response": message["content"]})
     elif message["content"]:
         parts.append({"type": "text", "content": message["content"]})
     parts.extend(_tool_call_part(call) for call in message.get("tool_calls", ()))

@@ -111,7 +111,7 @@ def test_otel_on_without_opentelemetry_installed_is_a_config_error_naming_the_ex
 
 def test_otel_off_never_loads_the_opentelemetry_api() -> None:
     code = (
-        "from aiforge import ChatAgent\nfrom aiforge.core import otel\n"
+        "from aiforge import ChatAgent\nfrom aiforge.core import telemetry as otel\n"
         "agent = ChatAgent(provider='scripted')\nagent.chat('hi'); agent.run_batch(['a', 'b'])\n"
         "print(otel._api.cache_info().currsize, otel._tracer.cache_info().currsize)\n"
     )
