@@ -14,15 +14,16 @@ import os
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
-from aiforge.core.config_file import CONFIG_ENV_VAR, config_path, load_yaml
+from aiforge.core.config_file import config_path, load_yaml
 from aiforge.core.logs import register_secret
 from aiforge.core.setting_errors import json_environment_error, suggest, validation_error
+from aiforge.core.setting_sources import ENV_PREFIX as ENV_PREFIX
+from aiforge.core.setting_sources import STANDARD_ENV, YamlSource, check_environment, env_field
+from aiforge.core.setting_sources import where_to_set as where_to_set
 from aiforge.core.types import ConfigError
-
-ENV_PREFIX = "AIFORGE_"
 
 Quality = Literal["high", "medium", "low"]
 ServiceTier = Literal["auto", "default", "flex", "priority"]
@@ -34,28 +35,6 @@ class ChatSection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     system_prompt: str | None = None
-
-
-_STANDARD_ENV = frozenset(
-    {"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OLLAMA_HOST"}
-)
-
-
-def _env(name: str) -> Any:
-    """A field also read from its standard environment name (``OPENAI_API_KEY``...)."""
-    return Field(default=None, validation_alias=AliasChoices(ENV_PREFIX + name, name))
-
-
-def where_to_set(name: str) -> str:
-    """Where a user sets the setting ``name``: the environment variables it is read from, and the YAML key.
-
-    ``AIFORGE_<NAME>``, and the bare name only for the standard ones (``OPENAI_API_KEY``); a bare
-    ``GATEWAY_API_KEY`` is not read, and when one is set in the environment the text says so.
-    """
-    variables = (name, ENV_PREFIX + name) if name in _STANDARD_ENV else (ENV_PREFIX + name,)
-    unread = name not in _STANDARD_ENV and os.environ.get(name) and not os.environ.get(ENV_PREFIX + name)
-    note = f" ({name} is set in the environment, but aiforge reads only {ENV_PREFIX}{name})" if unread else ""
-    return f"{' or '.join(variables)} in the environment, or {name} in aiforge.yaml{note}"
 
 
 def _cache_value(value: Any) -> Any:
@@ -113,10 +92,10 @@ class AIForgeSettings(BaseSettings):
     MODEL_ROUTER_ENABLED: bool = True
     DEFAULT_QUALITY: Quality | None = None
 
-    OPENAI_API_KEY: SecretStr | None = _env("OPENAI_API_KEY")
-    OPENAI_BASE_URL: str | None = _env("OPENAI_BASE_URL")
-    ANTHROPIC_API_KEY: SecretStr | None = _env("ANTHROPIC_API_KEY")
-    ANTHROPIC_BASE_URL: str | None = _env("ANTHROPIC_BASE_URL")
+    OPENAI_API_KEY: SecretStr | None = env_field("OPENAI_API_KEY")
+    OPENAI_BASE_URL: str | None = env_field("OPENAI_BASE_URL")
+    ANTHROPIC_API_KEY: SecretStr | None = env_field("ANTHROPIC_API_KEY")
+    ANTHROPIC_BASE_URL: str | None = env_field("ANTHROPIC_BASE_URL")
     GATEWAY_BASE_URL: str | None = None
     GATEWAY_API_KEY: SecretStr | None = None
     GATEWAY_MODEL: str | None = None
@@ -127,7 +106,7 @@ class AIForgeSettings(BaseSettings):
     LOCAL_THREADS: int | None = Field(default=None, ge=1)
     """CPU threads for the embedded model; None uses the machine's cores."""
     LOCAL_CONTEXT_SIZE: int = Field(default=4096, ge=256)
-    OLLAMA_HOST: str | None = _env("OLLAMA_HOST")
+    OLLAMA_HOST: str | None = env_field("OLLAMA_HOST")
     """Ollama's host (Ollama's own variable); default localhost:11434, its /v1 API is used."""
     LMSTUDIO_BASE_URL: str | None = None
     """LM Studio's server; default http://localhost:1234/v1."""
@@ -176,7 +155,7 @@ class AIForgeSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return init_settings, env_settings, _YamlSource(settings_cls)
+        return init_settings, env_settings, YamlSource(settings_cls)
 
     def __repr_args__(self) -> Any:
         # Show only what differs from the defaults; SecretStr already masks keys.
@@ -200,48 +179,8 @@ _FIELDS = frozenset(AIForgeSettings.model_fields)
 
 
 # ---------------------------------------------------------------------------
-# YAML file
-# ---------------------------------------------------------------------------
-
-
-class _YamlSource(PydanticBaseSettingsSource):
-    def __init__(self, settings_cls: type[BaseSettings]) -> None:
-        super().__init__(settings_cls)
-        path = config_path()
-        # Not ``self.config``: the base class keeps the settings class's model_config there.
-        self.yaml_config = load_yaml(path) if path else None
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
-        raise NotImplementedError  # __call__ is overridden
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self.yaml_config.values) if self.yaml_config else {}
-
-
-# ---------------------------------------------------------------------------
 # Loading with clear errors
 # ---------------------------------------------------------------------------
-
-
-# aiforge's own environment variables that are not settings.
-_OTHER_ENV = frozenset({CONFIG_ENV_VAR, "AIFORGE_RESEARCH_BASE_URL"})
-# A misspelling is close: an unrelated AIFORGE_* variable (another tool's) is left alone.
-_ENV_TYPO_CUTOFF = 0.75
-
-
-def _check_environment() -> None:
-    """A misspelt ``AIFORGE_*`` variable (``AIFORGE_MODLE``, ``AIFORGE_model``) is an error, not ignored."""
-    known = {ENV_PREFIX + field for field in _FIELDS} | _OTHER_ENV
-    for env_name in sorted(os.environ):
-        if not env_name.startswith(ENV_PREFIX) or env_name in known:
-            continue
-        rest = env_name[len(ENV_PREFIX) :]
-        close = difflib.get_close_matches(rest.upper(), _FIELDS, n=1, cutoff=_ENV_TYPO_CUTOFF)
-        if close:
-            case = " (names are upper-case)" if rest.upper() == close[0] else ""
-            raise ConfigError(
-                f"environment variable {env_name} is not a setting; did you mean {ENV_PREFIX}{close[0]}?{case}"
-            )
 
 
 def setting_name(name: str) -> str | None:
@@ -286,7 +225,7 @@ def load_settings(**overrides: Any) -> AIForgeSettings:
     path = config_path()
     yaml_config = load_yaml(path) if path else None
     overrides = check_overrides(overrides)
-    _check_environment()
+    check_environment(_FIELDS)
     if yaml_config is not None:
         for name, value in yaml_config.values.items():
             if name not in _FIELDS:
@@ -301,7 +240,7 @@ def load_settings(**overrides: Any) -> AIForgeSettings:
     except ValidationError as exc:
         fields = AIForgeSettings.model_fields
         raise validation_error(
-            exc, fields, overrides, yaml_config, prefix=ENV_PREFIX, standard_env=_STANDARD_ENV
+            exc, fields, overrides, yaml_config, prefix=ENV_PREFIX, standard_env=STANDARD_ENV
         ) from None
     for secret in settings.secrets():
         register_secret(secret)
