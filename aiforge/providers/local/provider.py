@@ -10,30 +10,24 @@ reply always parses, and the answer's JSON text is what streams and what ``Compl
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from typing import Any, ClassVar
 
 from aiforge.core.output import OutputSpec
-from aiforge.core.tokens import LOOP_FINISH_REASON
 from aiforge.core.types import (
-    BadRequestError,
     CallParams,
     Completion,
-    ContextWindowExceededError,
     Embeddings,
     LabelScores,
     Message,
     ProviderError,
-    ToolCall,
     ToolSpec,
     Usage,
 )
-from aiforge.core.waits import waited
 from aiforge.providers.base import Provider, StreamEvent, StructuredOutputMode
 from aiforge.providers.local import defaults
+from aiforge.providers.local.decoding import DecodingRun, completion, decode, engine_error
 from aiforge.providers.local.embeddings import LOCAL_EMBEDDING_LIMITS, embed_locally
 from aiforge.providers.local.engine import LocalEngine, default_threads, shared_engine
 from aiforge.providers.local.gguf import declares_pooling
@@ -64,43 +58,6 @@ DEFAULT_MAX_TOKENS = 512
 ATTEMPTS = 3
 """Decodings of one constrained reply at most: the reply, a retry that cannot copy a placeholder, invent a code
 or write a call as text, an answer alone."""
-
-
-class _Run:
-    """One request: written by the worker thread's callback, read on the event loop."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.deltas: asyncio.Queue[str | None] = asyncio.Queue()
-        self.stop = threading.Event()
-        self.usage = Usage()
-        self.finish_reason: str | None = None
-        self.error: dict[str, Any] | None = None
-        self.chunks = 0  # about one token each; the usage count when decoding was stopped before it
-
-    def on_chunk(self, chunk: dict[str, Any]) -> bool:
-        if "error" in chunk:
-            self.error = chunk["error"] if isinstance(chunk["error"], dict) else {"message": str(chunk["error"])}
-            return True
-        for choice in chunk.get("choices") or ():
-            content = (choice.get("delta") or {}).get("content")
-            if content:
-                self.chunks += 1
-                self.loop.call_soon_threadsafe(self.deltas.put_nowait, content)
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-        usage = chunk.get("usage")
-        if usage:
-            self.usage = Usage(
-                input_tokens=usage.get("prompt_tokens", 0),
-                output_tokens=usage.get("completion_tokens", 0),
-                cached_input_tokens=(usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0),
-            )
-        return self.stop.is_set()
-
-    def final_usage(self) -> Usage:
-        """The engine's usage, or the chunks counted when decoding stopped before it was sent."""
-        return self.usage if self.usage.output_tokens else Usage(output_tokens=self.chunks)
 
 
 class LocalProvider(Provider):
@@ -157,59 +114,10 @@ class LocalProvider(Provider):
             "stream_options": {"include_usage": True},
         }
 
-    async def _decode(self, run: _Run, request: dict[str, Any]) -> AsyncGenerator[str, None]:
-        """Yield the raw text deltas of one request as the worker thread decodes them."""
-        queued = time.perf_counter()
-        started: list[float] = []
-
-        def generate() -> None:
-            started.append(time.perf_counter())  # the engine's slot is free: the wait in its queue ends
-            self.engine.generate(request, run.on_chunk)
-
-        future = run.loop.run_in_executor(self.engine.executor, generate)
-        future.add_done_callback(lambda _: run.deltas.put_nowait(None))
-        try:
-            while (delta := await run.deltas.get()) is not None:
-                yield delta
-            await future
-        finally:
-            # The consumer stopped early (closed, cancelled or failed): stop decoding for nobody.
-            run.stop.set()
-            future.cancel()
-            waited((started[0] if started else time.perf_counter()) - queued, "engine", since=queued)  # queue_ms
-        if run.error is not None:
-            raise self._error(run.error)
-
     def _error(self, error: dict[str, Any]) -> ProviderError:
-        message = str(error.get("message") or error)
-        status = error.get("code")
-        if error.get("type") == "exceed_context_size_error":
-            message += (
-                f"; raise LOCAL_CONTEXT_SIZE (now {self.engine.context_size}, env AIFORGE_LOCAL_CONTEXT_SIZE "
-                "or aiforge.yaml) or keep less history"
-            )
-            window, tokens = error.get("n_ctx"), error.get("n_prompt_tokens")
-            return ContextWindowExceededError(
-                f"the embedded model failed: {message}", provider="local", status_code=status, body=error,
-                context_window=window if isinstance(window, int) else self.engine.context_size,
-                prompt_tokens=tokens if isinstance(tokens, int) else None,
-            )
-        cls = BadRequestError if status in (400, 422) else ProviderError
-        return cls(f"the embedded model failed: {message}", provider="local", status_code=status, body=error)
+        return engine_error(error, self.engine.context_size)
 
-    def _completion(
-        self, run: _Run, text: str, tool_calls: list[ToolCall], usage: Usage, guard: LoopGuard
-    ) -> Completion:
-        finish = "tool_calls" if tool_calls else LOOP_FINISH_REASON if guard.cut else run.finish_reason
-        return Completion(
-            text=guard.text if guard.cut and not tool_calls else text,
-            tool_calls=tool_calls,
-            usage=usage,
-            model=self.engine.model_name,
-            finish_reason=finish,
-        )
-
-    def _guarded(self, guard: LoopGuard, run: _Run, piece: str) -> str:
+    def _guarded(self, guard: LoopGuard, run: DecodingRun, piece: str) -> str:
         """``piece`` as far as the loop guard lets it show; a reply that repeats itself stops decoding."""
         shown = guard.feed(piece)
         if guard.cut:
@@ -268,15 +176,15 @@ class LocalProvider(Provider):
         self, loop: asyncio.AbstractEventLoop, request: dict[str, Any], usage: Usage
     ) -> AsyncGenerator[StreamEvent, None]:
         """A text reply with no grammar, streamed through the loop guard; ``usage`` is what earlier attempts spent."""
-        run, parts, guard = _Run(loop), [], LoopGuard(self.loop_guard)
-        async with aclosing(self._decode(run, request)) as deltas:
+        run, parts, guard = DecodingRun(loop), [], LoopGuard(self.loop_guard)
+        async with aclosing(decode(self.engine, run, request)) as deltas:
             async for delta in deltas:
                 parts.append(delta)
                 if shown := self._guarded(guard, run, delta):
                     yield shown
         if rest := guard.flush():
             yield rest
-        yield self._completion(run, "".join(parts), [], usage + run.final_usage(), guard)
+        yield completion(run, "".join(parts), [], usage + run.final_usage(), guard, self.engine.model_name)
 
     async def _constrained(
         self,
@@ -310,7 +218,7 @@ class LocalProvider(Provider):
             schema, examples = reply_schema(tools, output, argument_choices(tools, grounds)), example_strings(tools)
         for attempt in range(ATTEMPTS):
             request["response_format"] = {"type": "json_schema", "json_schema": {"schema": schema}}
-            run, reply = _Run(loop), AnswerStream() if output is None else JsonAnswerStream()
+            run, reply = DecodingRun(loop), AnswerStream() if output is None else JsonAnswerStream()
             # Structured answers are JSON, which the guards' sentences and placeholders do not describe.
             guard = LoopGuard(self.loop_guard and output is None)
             copies = PlaceholderGuard({EXAMPLE_ANSWER} if examples else set(), enabled=output is None)
@@ -319,7 +227,7 @@ class LocalProvider(Provider):
             call_text = ToolTextGuard(tools, enabled=output is None, codes_from=grounds if calling else "")
             shown_any = False
             try:
-                async with aclosing(self._decode(run, request)) as deltas:
+                async with aclosing(decode(self.engine, run, request)) as deltas:
                     async for delta in deltas:
                         piece = call_text.feed(copies.feed(reply.feed(delta)))
                         if copies.cut:
@@ -386,4 +294,4 @@ class LocalProvider(Provider):
             )
         if copies.cut and not tool_calls and not call_text.cut:
             text = copies.text
-        yield self._completion(run, text, tool_calls, usage, guard)
+        yield completion(run, text, tool_calls, usage, guard, self.engine.model_name)
