@@ -21,7 +21,7 @@ _LAZY: dict[str, str] = {
     "load_settings": "aiforge.core.settings",
     "setup_logging": "aiforge.core.logs",
     "BatchResult": "aiforge.batch.results",
-    "Cascade": "aiforge.batch.cascade_spec",
+    "Cascade": "aiforge.batch.cascade",
     "BaseModule": "aiforge.modules.base",
     "CostTracker": "aiforge.core.costs",
     "describe": "aiforge.core.describe",
@@ -120,7 +120,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from aiforge.batch.batch_api.status import JobNotFinishedError
-    from aiforge.batch.cascade_spec import Cascade
+    from aiforge.batch.cascade import Cascade
     from aiforge.batch.embedded import ChatModelVectorsWarning, EmbeddedModelWarning
     from aiforge.batch.results import BatchResult, BudgetExceededError, MissingValueError
     from aiforge.batch.runner import BatchInterrupted

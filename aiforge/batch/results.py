@@ -21,7 +21,8 @@ from aiforge.core.types import AIForgeError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from aiforge.batch.cascade_report import CascadeReport
+    from aiforge.batch.cascade.report import CascadeReport
+    from aiforge.batch.packing_report import PackingStats
     from aiforge.core.timeline import Order, Timeline
 
 
@@ -95,40 +96,6 @@ class BudgetExceededError(AIForgeError):
 
 
 @dataclass(slots=True)
-class PackingStats:
-    """What packing did in one batch: enough to say what it saved against one request per row."""
-
-    size: int
-    """``pack=``: the most rows one request held."""
-    requests: int = 0
-    """Packed requests sent."""
-    rows: int = 0
-    """Rows those requests held."""
-    answered: int = 0
-    """Rows answered from a pack (``packed=True``)."""
-    retried: int = 0
-    """Rows asked again alone: a missing id, an invalid answer, or a failed pack."""
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float = 0.0
-    """USD of the packed requests (the rows asked alone not included)."""
-    answered_alone_input_tokens: int = 0
-    """Estimated input tokens the rows answered from a pack would have taken one per request (the batch
-    estimate's count: system prompt, schema and the row's prompt)."""
-
-    @property
-    def requests_saved(self) -> int:
-        """Requests not made: one per packed row, less the packs and the rows asked again alone."""
-        return self.rows - self.requests - self.retried
-
-    @property
-    def input_tokens_saved(self) -> int:
-        """Input tokens not spent, estimated: what the answered rows would have taken alone, less every pack's
-        (negative when packs failed and their rows were asked again anyway)."""
-        return self.answered_alone_input_tokens - self.input_tokens
-
-
-@dataclass(slots=True)
 class BatchResult(SharedOnDeepcopy):
     """Results of ``run_batch``: successes in input order, failures with their index label.
 
@@ -149,14 +116,27 @@ class BatchResult(SharedOnDeepcopy):
     """The ``output=`` type of the batch, whose fields become columns."""
     extra_saved: Savings = field(default_factory=Savings)
     """Savings not read from the rows (``saved`` adds them): ``result.extra_saved += Savings.of("packing", ...)``."""
-    cascade: CascadeReport | None = None
-    """What a ``cascade=`` batch did (each row's ``answered_by`` is a column of ``to_dataframe()``)."""
-    packing: PackingStats | None = None
-    """With ``pack=k`` (k > 1): the packed requests and rows, what packing saved is computed from."""
+    report: CascadeReport | PackingStats | None = None
+    """What the batch's strategy did, when it says more than its rows: a ``PackingStats`` with ``pack=k``, a
+    ``CascadeReport`` with ``cascade=`` (also as ``packing`` and ``cascade``); a new strategy adds a report type."""
     plan: str = "as_is"
     """How the batch ran, as the estimate's plans are named (``batch.plans.PLANS``): ``deduped`` (the default),
     ``as_is`` (``dedup=False``: every row asked), ``packed``, ``flex`` or ``batch_api`` (``plan="cheapest"``),
     ``cascade``."""
+
+    @property
+    def cascade(self) -> CascadeReport | None:
+        """What a ``cascade=`` batch did (each row's ``answered_by`` is a column of ``to_dataframe()``)."""
+        from aiforge.batch.cascade.report import CascadeReport
+
+        return self.report if isinstance(self.report, CascadeReport) else None
+
+    @property
+    def packing(self) -> PackingStats | None:
+        """With ``pack=k`` (k > 1): the packed requests and rows, what packing saved is computed from."""
+        from aiforge.batch.packing_report import PackingStats
+
+        return self.report if isinstance(self.report, PackingStats) else None
 
     @property
     def total_cost(self) -> float:
