@@ -25,9 +25,9 @@ from aiforge.core.templates import batch_prompts
 from aiforge.core.types import UsageError
 
 if TYPE_CHECKING:
+    from aiforge.batch.item import BatchItem
     from aiforge.batch.options import BatchOptions
     from aiforge.batch.owner import BatchOwner
-    from aiforge.batch.results import BatchItem
     from aiforge.core.output import OutputSpec
     from aiforge.core.templates import BatchPrompts
     from aiforge.store import BatchFingerprint, Checkpoint, ResponseCache

@@ -3,15 +3,16 @@
 ``BatchResult.saved`` is what the batch did not spend against asking every row (``savings.Savings``); its summary
 line says how many rows were deduplicated (answered by an identical row's request) and served by the cache.
 
-Its DataFrame rows come from the results themselves (``BatchItem``), so this module knows no module's
+Its DataFrame rows come from the results themselves (``item.BatchItem``), so this module knows no module's
 result type.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from aiforge.batch.item import BatchItem as BatchItem  # where modules and BatchOwner read it
 from aiforge.batch.savings import DEDUP, Savings, row_savings
 from aiforge.core.output import OutputSpec
 from aiforge.core.report import SharedOnDeepcopy
@@ -24,43 +25,6 @@ if TYPE_CHECKING:
     from aiforge.batch.cascade.report import CascadeReport
     from aiforge.batch.packing_report import PackingStats
     from aiforge.core.timeline import Order, Timeline
-
-
-class BatchItem(Protocol):
-    """What a module's ``arun`` returns: a result ``BatchResult`` can total and show as a row."""
-
-    cost: float
-    input_tokens: int
-    output_tokens: int
-    output: Any
-    """The validated structured output; read only for batches run with ``output=``."""
-
-    def to_row(self) -> dict[str, Any]:
-        """This result's row of ``BatchResult.to_dataframe``: every column but ``input``.
-
-        A result type may also give some columns a pandas dtype with a ``column_dtypes`` class attribute
-        (``{"cached_tokens": "Int64"}``); without one every column's dtype is inferred.
-        """
-        ...
-
-    @classmethod
-    def failed_row(cls, error: str) -> dict[str, Any]:
-        """The row of an item that failed with ``error``; its keys are the columns, in order."""
-        ...
-
-    def served_again(self) -> Any:
-        """This result for another row with the same prompt: no request made, cost 0 (optional: without it,
-        ``run_batch`` asks every row, see ``batch.dedup``)."""
-        ...
-
-    def to_payload(self) -> dict[str, Any]:
-        """This result as JSON for a batch checkpoint (needed only by ``run_batch(checkpoint=...)``)."""
-        ...
-
-    @classmethod
-    def from_payload(cls, payload: dict[str, Any], output: OutputSpec | None) -> Any:
-        """The result ``to_payload`` wrote, its output validated again as ``output``."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiforge.batch.runner import BatchInterrupted
+from aiforge.core.types import UsageError
 
 if TYPE_CHECKING:
-    from aiforge.batch.results import BatchItem
+    from aiforge.batch.item import BatchItem
     from aiforge.core.output import OutputSpec
     from aiforge.store import BatchFingerprint, Checkpoint
 
@@ -134,3 +135,21 @@ def finished_items(
             if record.status == "ok" and record.payload is not None and index not in done:
                 done[index] = item_type.from_payload(record.payload, spec)
     return done
+
+
+def recorded_job(checkpoint: str | os.PathLike[str] | None, provider_name: str) -> str:
+    """The Batch API job id a checkpoint file holds (``BatchJob.attach(checkpoint=...)`` without a job id)."""
+    from aiforge.store import Checkpoint, Store
+
+    if checkpoint is None:
+        raise UsageError("BatchJob.attach needs a job_id, or the checkpoint= that submit_batch was given.")
+    if not os.path.exists(checkpoint):
+        raise UsageError(f"checkpoint={os.fspath(checkpoint)!r} does not exist: there is no job to attach to.")
+    store = Store.for_setting(checkpoint, kind="data")
+    stored = None if store is None else Checkpoint.stored_job(store)
+    if stored is None:
+        raise UsageError(f"{os.fspath(checkpoint)} holds no Batch API job (it was not given to submit_batch).")
+    job_id, provider = stored
+    if provider != provider_name:
+        raise UsageError(f"{os.fspath(checkpoint)} holds a {provider} job; the agent talks to {provider_name}.")
+    return job_id

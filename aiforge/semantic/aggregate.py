@@ -145,10 +145,8 @@ class _Chunk:
 
 def agent_context_window(agent: ChatAgent) -> int:
     """The window ``agent``'s requests must fit: ``CONTEXT_WINDOW``, the embedded engine's context, the model's."""
-    from aiforge.providers import is_embedded
-
     settings = agent.settings
-    embedded = settings.LOCAL_CONTEXT_SIZE if is_embedded(agent.provider_name) else None
+    embedded = settings.LOCAL_CONTEXT_SIZE if agent.provider.embedded else None
     return context_window(agent.model, settings.CONTEXT_WINDOW, embedded_context=embedded)
 
 

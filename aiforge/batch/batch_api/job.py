@@ -28,11 +28,11 @@ from aiforge.batch.batch_api.requests import batch_requests, call_params, index_
 from aiforge.batch.batch_api.status import JobNotFinishedError, JobStatus, job_status
 from aiforge.batch.identity import batch_identity
 from aiforge.batch.results import BatchFailure, BatchResult, MissingValueError
-from aiforge.batch.resume import open_checkpoint
+from aiforge.batch.resume import open_checkpoint, recorded_job
 from aiforge.core.aio import run_sync
 from aiforge.core.output import OutputRefusedError, OutputSpec, OutputValidationError
 from aiforge.core.templates import BatchPrompts, RowTemplate, batch_prompts
-from aiforge.core.types import ProviderError, UsageError
+from aiforge.core.types import ProviderError
 from aiforge.providers.batch_api import BatchLimits, BatchStatus, ItemNotRunError, ProviderBatchAPI
 
 if TYPE_CHECKING:
@@ -276,7 +276,7 @@ class BatchJob:
         texts where the provider keeps no inputs (Anthropic) and must be the items submitted.
         """
         if job_id is None:
-            job_id = _job_in(checkpoint, agent)
+            job_id = recorded_job(checkpoint, agent.provider_name)
         spec = None if output is None else OutputSpec.of(output)
         api = agent.provider.batch_api(limits)
         inputs, index, missing = None, None, {}
@@ -285,24 +285,6 @@ class BatchJob:
             inputs, index, missing = prompts.texts, prompts.index, dict(prompts.missing)
         ids = [part for part in job_id.split(JOB_ID_SEPARATOR) if part]
         return cls(agent, api, ids, inputs=inputs, index=index, output=spec, missing=missing, checkpoint=checkpoint)
-
-
-def _job_in(checkpoint: str | os.PathLike[str] | None, agent: BatchOwner) -> str:
-    """The job id a checkpoint file holds, for ``attach(checkpoint=...)`` without a job id."""
-    from aiforge.store import Checkpoint, Store
-
-    if checkpoint is None:
-        raise UsageError("BatchJob.attach needs a job_id, or the checkpoint= that submit_batch was given.")
-    if not os.path.exists(checkpoint):
-        raise UsageError(f"checkpoint={os.fspath(checkpoint)!r} does not exist: there is no job to attach to.")
-    store = Store.for_setting(checkpoint, kind="data")
-    stored = None if store is None else Checkpoint.stored_job(store)
-    if stored is None:
-        raise UsageError(f"{os.fspath(checkpoint)} holds no Batch API job (it was not given to submit_batch).")
-    job_id, provider = stored
-    if provider != agent.provider_name:
-        raise UsageError(f"{os.fspath(checkpoint)} holds a {provider} job; the agent talks to {agent.provider_name}.")
-    return job_id
 
 
 def _progress_bar(module: BatchOwner, progress: bool, total: int) -> Any:

@@ -1,4 +1,4 @@
-"""``Cascade``: what ``run_batch(cascade=...)`` is asked for (``cascade`` runs it, ``cascade_report`` says what it did).
+"""``Cascade``: what ``run_batch(cascade=...)`` is asked for (``run`` runs it, ``report`` says what it did).
 
 A cheap model answers every row with a confidence; a calibration sample answered by the strong model (or the
 user's own labels) fixes the threshold above which the cheap answers are kept with a stated guarantee
