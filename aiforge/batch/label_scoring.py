@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.batch.output_labels import label_values
 from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.types import UsageError
-from aiforge.providers.labels import checked_labels
+from aiforge.providers.labels import unrepeated_labels
 
 if TYPE_CHECKING:
     from aiforge.batch.options import BatchOptions
@@ -36,7 +36,7 @@ def scored_labels(
         return None
     try:
         values = label_values(spec)
-        checked_labels(list(values))
+        unrepeated_labels(list(values))
     except UsageError:  # not a label output (or labels no provider can score): generated
         return None
     if mode == "auto":
