@@ -21,7 +21,7 @@ _LAZY: dict[str, str] = {
     "load_settings": "aiforge.core.settings",
     "setup_logging": "aiforge.core.logs",
     "BatchResult": "aiforge.batch.results",
-    "Cascade": "aiforge.batch.cascade_spec",
+    "Cascade": "aiforge.batch.cascade",
     "BaseModule": "aiforge.modules.base",
     "CostTracker": "aiforge.core.costs",
     "describe": "aiforge.core.describe",
@@ -119,7 +119,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from aiforge.batch.cascade_spec import Cascade
+    from aiforge.batch.cascade import Cascade
     from aiforge.batch.results import BatchResult
     from aiforge.chat.agent import ChatAgent
     from aiforge.chat.response import ChatResponse, ToolCallRecord

@@ -134,7 +134,7 @@ def packing_accuracy_embedded(quick: bool) -> list[Row]:
     import pandas as pd
 
     from aiforge import ChatAgent
-    from aiforge.batch.embedded import EmbeddedModelWarning
+    from aiforge.core.errors import EmbeddedModelWarning
 
     with (DATA / "reviews.csv").open(newline="") as f:
         reviews = list(csv.DictReader(f))[:EMBEDDED_ROWS]

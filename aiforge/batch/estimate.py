@@ -119,20 +119,12 @@ def item_pricer(
     return ItemPricer(model, fixed, max_tokens or DEFAULT_OUTPUT_TOKENS, count, counting, price, free)
 
 
-def estimate_of(
-    pricer: ItemPricer, inputs: list[str], done: dict[int, Any], errors: dict[int, Any], *, dedup: bool = True
-) -> BatchEstimate:
-    """The ``BatchEstimate`` of running ``inputs`` but those ``done`` or failed already (``errors``).
-
-    With ``dedup`` a prompt is one request however many rows have it, none if a finished row has it.
-    """
-    todo = [text for i, text in enumerate(inputs) if i not in done and i not in errors]
-    if dedup:
-        finished = {inputs[i] for i in done}
-        todo = [text for text in dict.fromkeys(todo) if text not in finished]
+def estimate_of(pricer: ItemPricer, todo: list[str], *, items: int, finished: int = 0) -> BatchEstimate:
+    """The ``BatchEstimate`` of a batch of ``items`` that asks ``todo`` (its leads: ``prepare.PreparedBatch``),
+    ``finished`` of them done already."""
     costs = [pricer.cost(text) for text in todo]
     return BatchEstimate(
-        items=len(inputs),
+        items=items,
         to_run=len(todo),
         input_tokens=sum(pricer.input_tokens(text) for text in todo),
         output_tokens=len(todo) * pricer.output_tokens,
@@ -140,7 +132,7 @@ def estimate_of(
         cost=None if None in costs else sum(c for c in costs if c is not None),
         model=pricer.model,
         counting=pricer.counting,
-        finished=len(done),
+        finished=finished,
     )
 
 

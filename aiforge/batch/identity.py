@@ -1,4 +1,4 @@
-"""What a batch is and what it already has: its fingerprint, its checkpoint, its cache, its finished items, its price.
+"""What a batch is: its fingerprint, its response cache, its price (what it already has is ``resume``'s).
 
 Functions of the ``BatchOwner`` (the agent) and the batch's prompts, shared by ``run_batch`` and the Batch API
 jobs (``batch_api``), so a job and a live batch of the same items agree on identity and checkpoint.
@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from aiforge.batch.cascade_labels import label_values
 from aiforge.batch.estimate import ItemPricer, item_pricer
-from aiforge.batch.runner import kept
+from aiforge.batch.output_labels import label_values
 from aiforge.core.output import WRAPPER_KEY
 from aiforge.core.pricing import lookup_price, price_of
 from aiforge.core.tokens import estimate_tokens
@@ -20,9 +19,8 @@ from aiforge.core.types import ConfigError, Usage, UsageError
 
 if TYPE_CHECKING:
     from aiforge.batch.owner import BatchOwner
-    from aiforge.batch.results import BatchItem
     from aiforge.core.output import OutputSpec
-    from aiforge.store import BatchFingerprint, Checkpoint, ResponseCache
+    from aiforge.store import BatchFingerprint, ResponseCache
 
 
 def batch_identity(
@@ -49,39 +47,12 @@ def batch_identity(
     return batch_fingerprint([fingerprint(text) for text in inputs], settings)
 
 
-def open_checkpoint(
-    path: str | os.PathLike[str] | None, batch: BatchFingerprint, restart: bool
-) -> Checkpoint | None:
-    """The checkpoint file at ``path`` for ``batch`` (None without a path)."""
-    if path is None:
-        return None
-    from aiforge.store import Checkpoint, Store
-
-    store = Store.for_setting(path, kind="data")
-    assert store is not None  # a path always names a store
-    return Checkpoint(store, batch, restart=restart)
-
-
 def open_cache(value: bool | str | os.PathLike[str] | None) -> ResponseCache | None:
     """The response cache a ``CACHE`` value names (True, a path, ``"memory"``), or None when it is off."""
     from aiforge.store import ResponseCache, Store
 
     store = Store.for_setting(value, kind="cache")
     return None if store is None else ResponseCache(store)
-
-
-def finished_items(
-    batch: BatchFingerprint, checkpoint: Checkpoint | None, item_type: type[BatchItem], spec: OutputSpec | None,
-    *, restart: bool,
-) -> dict[int, Any]:
-    """Items an interrupted run of this batch in this process (any agent) or the checkpoint finished, not failed."""
-    earlier = kept(batch.key)
-    done = {} if earlier is None or restart else dict(earlier.results)
-    if checkpoint is not None:
-        for index, record in checkpoint.done().items():
-            if record.status == "ok" and record.payload is not None and index not in done:
-                done[index] = item_type.from_payload(record.payload, spec)
-    return done
 
 
 def pricer_of(owner: BatchOwner, spec: OutputSpec | None) -> ItemPricer:

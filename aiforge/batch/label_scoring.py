@@ -1,6 +1,6 @@
 """Which label batches are answered by scoring: ``Provider.score_labels`` instead of a generated answer (issue 24).
 
-A row whose output is a label (``classify``'s Literal, ``filter``'s bool, an Enum: ``cascade_labels.label_values``)
+A row whose output is a label (``classify``'s Literal, ``filter``'s bool, an Enum: ``output_labels.label_values``)
 can be answered by reading each label's likelihood as the whole answer. On the embedded model that is more
 accurate and 3-5x faster than decoding under a grammar of the labels (``bench/cost_label_scoring.py``), so there it
 is the default. The ``LABELS_BY`` setting decides: ``"auto"`` scores where the provider ``classifies_by_scoring``
@@ -14,10 +14,10 @@ import dataclasses
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from aiforge.batch.cascade_labels import label_values
+from aiforge.batch.output_labels import label_values
 from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.types import UsageError
-from aiforge.providers.labels import checked_labels
+from aiforge.providers.labels import unrepeated_labels
 
 if TYPE_CHECKING:
     from aiforge.batch.options import BatchOptions
@@ -36,7 +36,7 @@ def scored_labels(
         return None
     try:
         values = label_values(spec)
-        checked_labels(list(values))
+        unrepeated_labels(list(values))
     except UsageError:  # not a label output (or labels no provider can score): generated
         return None
     if mode == "auto":

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from aiforge.batch.cascade_spec import Cascade
+from aiforge.batch.cascade.spec import Cascade
 from aiforge.batch.plans import RUN_PLANS, deadline_seconds
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import RowTemplate

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import json
-import warnings
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from types import GenericAlias
@@ -28,48 +27,18 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, create_model
 
-from aiforge.batch.results import PackingStats
-from aiforge.batch.savings import PACKING, Savings
-from aiforge.core.costs import _caller_stacklevel
+from aiforge.batch.packing_report import PackingStats
 from aiforge.core.errors import OutputValidationError
 from aiforge.core.output import WRAPPER_KEY, OutputSpec
-from aiforge.core.tokens import estimate_tokens
-from aiforge.core.types import Usage, UsageError
+from aiforge.core.types import UsageError
 
 if TYPE_CHECKING:
-    from aiforge.batch.estimate import ItemPricer
     from aiforge.batch.owner import BatchOwner
     from aiforge.core.templates import BatchPrompts, RowTemplate
     from aiforge.store import ResponseCache
 
 PACKED_NAME = "packed_answers"
 """The schema name of a packed request's structured output."""
-
-
-def warn_if_packing_failed(stats: PackingStats) -> None:
-    """One warning line when no row of any pack was answered there: every row was asked again alone, so the batch
-    paid the packs on top of one request per row (a model that cannot answer the packed format)."""
-    if stats.rows and not stats.answered:
-        warnings.warn(
-            f"pack={stats.size}: no packed request answered any of its {stats.rows} rows (each failed, or the model "
-            f"did not answer by id), so every row was asked again alone on top of {stats.requests} packed "
-            "request(s); if this model cannot answer packed rows, drop pack=",
-            UserWarning,
-            stacklevel=_caller_stacklevel(),
-        )
-
-
-def packing_saving(stats: PackingStats, pricer: ItemPricer) -> Savings:
-    """What packing saved against one request per row (``BatchResult.saved``'s ``"packing"`` source): requests not
-    made and input tokens not sent, priced at the model's input price, less the output the packed reply adds (each
-    answer's id wrapper and the list around them); a packing that cost more saves nothing."""
-    tokens = max(stats.input_tokens_saved, 0)
-    added = stats.answered * estimate_tokens('{"id":"r10","answer":},') + stats.requests * estimate_tokens(
-        '{"answers":[]}'
-    )
-    price = None if pricer.free else pricer.price
-    dollars = 0.0 if price is None else max(price.cost_of(Usage(tokens, 0)) - price.cost_of(Usage(0, added)), 0.0)
-    return Savings.of(PACKING, requests=max(stats.requests_saved, 0), input_tokens=tokens, dollars=dollars)
 
 
 def check_packable(owner: BatchOwner, pack: int) -> None:

@@ -1,4 +1,5 @@
-"""``plans_of``: the plans a batch could run as (``BatchEstimate.plans``), each counted and priced before any request.
+"""``estimate_of_batch``: a prepared batch's ``BatchEstimate`` with every plan it could run as (``plans``), each counted
+and priced before any request.
 
 Counting and prices are the estimate's (``estimate``): the same input counter and assumed reply length. What each
 plan sends:
@@ -7,7 +8,7 @@ plan sends:
 - ``deduped``: one request per distinct prompt (the default);
 - ``flex``: deduped at OpenAI's flex tier, ``FLEX_DISCOUNT`` of the price (providers that send ``SERVICE_TIER``,
   models with a flex price);
-- ``batch_api``: the rows ``plan="cheapest"`` would submit to the provider's Batch API at ``BATCH_DISCOUNT``: each
+- ``batch_api``: the rows ``plan="cheapest"`` would submit to the provider's Batch API at its discount: each
   distinct prompt once (every row with ``dedup=False``); a job re-sends rows a checkpoint has (it is one job);
 - ``packed``: the distinct prompts k per request, each request counted in ``packed_prompt``'s real layout with
   the packed output schema; k is ``pack=`` or ``SUGGESTED_PACK``;
@@ -17,48 +18,60 @@ plan sends:
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from aiforge.batch.estimate import ItemPricer, item_pricer
+from aiforge.batch.cascade.scoring import SCORING_OUTPUT_TOKENS, first_pass_pricer
+from aiforge.batch.dedup import Duplicates, find_duplicates
+from aiforge.batch.estimate import BatchEstimate, ItemPricer, estimate_of, item_pricer
 from aiforge.batch.identity import pricer_of
 from aiforge.batch.packing import pack_texts, packed_prompt, packed_spec, row_ids
 from aiforge.batch.plans import BATCH_API_WINDOW_S, FLEX_SLOWDOWN, Plan, live_seconds, marked_cheapest
-from aiforge.core.pricing import BATCH_DISCOUNT, flex_discount
+from aiforge.core.pricing import flex_discount
 from aiforge.core.types import ProviderError, Usage
 
 if TYPE_CHECKING:
     from aiforge.batch.options import BatchOptions
     from aiforge.batch.owner import BatchOwner
+    from aiforge.batch.prepare import PreparedBatch
     from aiforge.core.templates import BatchPrompts
 
 SUGGESTED_PACK = 6
 """The pack size the ``packed`` plan shows when ``pack=`` was not given."""
 PACKED_ROW_OUTPUT_TOKENS = 8
 """Output tokens a packed answer adds per row beyond the row's own answer (``{"id": "r3", "answer": ...}``)."""
-SCORING_OUTPUT_TOKENS = 1
-"""A cascade's cheap model answers one label token per row."""
 
 
-def plans_of(
-    owner: BatchOwner, prompts: BatchPrompts, options: BatchOptions, pricer: ItemPricer, done: dict[int, Any],
-    errors: dict[int, Any],
-) -> tuple[Plan, ...]:
+def estimate_of_batch(batch: PreparedBatch) -> BatchEstimate:
+    """What ``batch`` would cost run as its options say, and every plan it could run as."""
+    pricer = pricer_of(batch.owner, batch.spec)
+    texts = batch.inputs
+    estimate = estimate_of(pricer, [texts[i] for i in batch.leads], items=len(texts), finished=len(batch.done))
+    return dataclasses.replace(estimate, plans=plans_of(batch, pricer))
+
+
+def plans_of(batch: PreparedBatch, pricer: ItemPricer) -> tuple[Plan, ...]:
     """Every plan of this batch (``plan_table``'s docstring says what each sends); the cheapest marked."""
-    texts = prompts.texts
-    rows = [i for i in range(len(texts)) if i not in errors and i not in prompts.missing]
-    todo = [i for i in rows if i not in done]
-    finished = {texts[i] for i in done}
-    leads = list({texts[i]: i for i in reversed(todo) if texts[i] not in finished}.values())[::-1]
+    owner, prompts, options, texts = batch.owner, batch.prompts, batch.options, batch.inputs
+    rows = [i for i in range(len(texts)) if i not in batch.errors]
+    todo = [i for i in rows if i not in batch.done]
+    leads = _leads(find_duplicates(texts, batch.done, batch.errors), todo)
     as_is = _live("as_is", [texts[i] for i in todo], pricer, options, "one request per row")
     repeats = f"rows repeating another's prompt served from it: {len(todo) - len(leads)}"
     deduped = _live("deduped", [texts[i] for i in leads], pricer, options, repeats)
-    sent = list(dict.fromkeys(texts[i] for i in rows)) if options.dedup else [texts[i] for i in rows]
+    sent = [texts[i] for i in (_leads(find_duplicates(texts, {}, batch.errors), rows) if options.dedup else rows)]
     plans = [as_is, deduped, _flex(owner, deduped), _batch_api(owner, sent, pricer, options.dedup)]
     plans.append(_packed(owner, prompts, options, leads, pricer))
     if options.cascade is not None:
         plans.append(_cascade(owner, prompts, options, rows, pricer))
     return marked_cheapest(plans)
+
+
+def _leads(duplicates: Duplicates, rows: list[int]) -> list[int]:
+    """``rows`` but the repeats (``dedup``): one row per distinct prompt not answered yet."""
+    repeats = {i for twins in duplicates.twins.values() for i in twins} | duplicates.answered.keys()
+    return [i for i in rows if i not in repeats]
 
 
 def _cost(pricer: ItemPricer, input_tokens: int, output_tokens: int) -> float | None:
@@ -92,12 +105,11 @@ def _flex(owner: BatchOwner, deduped: Plan) -> Plan:
 
 def _batch_api(owner: BatchOwner, texts: list[str], pricer: ItemPricer, dedup: bool) -> Plan:
     try:
-        owner.provider.batch_api()  # builds the client side only: no request
+        share = owner.provider.batch_api().discount  # builds the client side only: no request
     except ProviderError:
         return Plan("batch_api", available=False, note=f"n/a: the {owner.provider_name} provider has no Batch API")
     if owner._request_context()[1]:
         return Plan("batch_api", available=False, note="n/a: a Batch API job cannot run the agent's tools")
-    share = BATCH_DISCOUNT.get(owner.provider_name, 1.0)
     input_tokens = sum(pricer.input_tokens(text) for text in texts)
     output_tokens = len(texts) * pricer.output_tokens
     cost = _cost(pricer, input_tokens, output_tokens)
@@ -148,17 +160,9 @@ def _cascade(
     strong_all = _cost(pricer, strong_in, strong_out)
     sample = min(cascade.sample, len(texts)) if cascade.truth is None else 0
     share = sample / len(texts) if texts else 0.0
-    if cascade.first == "local":
-        cheap: float | None = 0.0
-    else:
-        first = cascade.first
-        system_prompt, _ = first._request_context()
-        cheap_pricer = item_pricer(
-            model=first.model, system_prompt=system_prompt, extras=[], max_tokens=SCORING_OUTPUT_TOKENS,
-            free=first.provider.free, prices=first.settings.PRICES,
-        )
-        cheap_in = sum(cheap_pricer.input_tokens(text) for text in texts)
-        cheap = _cost(cheap_pricer, cheap_in, len(texts) * SCORING_OUTPUT_TOKENS)
+    cheap_pricer = first_pass_pricer(cascade.first, owner if cascade.then is None else cascade.then)
+    cheap_in = sum(cheap_pricer.input_tokens(text) for text in texts)
+    cheap = _cost(cheap_pricer, cheap_in, len(texts) * SCORING_OUTPUT_TOKENS)
     low = None if cheap is None or strong_all is None else cheap + strong_all * share
     high = None if cheap is None or strong_all is None else cheap + strong_all
     return Plan(

@@ -1,4 +1,5 @@
-"""``run_batch(plan="cheapest", deadline=...)``: the cheapest way to run a batch that meets its deadline, then run it.
+"""``run_batch(plan="cheapest", deadline=...)``: the cheapest way to run a batch that meets its deadline, and the
+strategies it adds to the live one (``live``): flex and the Batch API.
 
 The candidates are the batch as its options say (deduped by default; as is with ``dedup=False``; packed with
 ``pack=k``), the same at OpenAI's flex tier, and the provider's Batch API; their prices and times are the
@@ -20,27 +21,24 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aiforge.batch.batch_api.job import BatchJob
-from aiforge.batch.estimate import BatchEstimate
-from aiforge.batch.identity import batch_identity, open_checkpoint
-from aiforge.batch.label_scoring import scored_labels
+from aiforge.batch.dedup import Duplicates, find_duplicates
+from aiforge.batch.live import answer_live
+from aiforge.batch.plan_table import estimate_of_batch
 from aiforge.batch.plans import FLEX_SLOWDOWN, Plan, deadline_seconds, duration_text
-from aiforge.batch.results import BatchResult
+from aiforge.batch.prepare import Answered
 from aiforge.batch.savings import Savings
 from aiforge.core.errors import ItemNotRunError
-from aiforge.core.pricing import BATCH_DISCOUNT, flex_discount
-from aiforge.core.templates import batch_prompts
+from aiforge.core.pricing import flex_discount
 from aiforge.core.tier_override import service_tier_for_batch
 from aiforge.core.types import UsageError
 
 if TYPE_CHECKING:
+    from aiforge.batch.estimate import BatchEstimate
     from aiforge.batch.options import BatchOptions
-    from aiforge.batch.owner import BatchOwner
-
-    RunItems = Callable[[BatchOwner, Any, BatchOptions], Awaitable[BatchResult | BatchEstimate]]
+    from aiforge.batch.prepare import PreparedBatch
 
 FLEX = "flex"
 """``Savings`` source: calls billed at the flex tier instead of the list price."""
@@ -88,89 +86,58 @@ def choose(estimate: BatchEstimate, options: BatchOptions, *, scored: bool = Fal
     return min(meeting, key=lambda p: (math.inf if p.dollars is None else p.dollars, p.seconds or 0.0))
 
 
-async def run_cheapest(owner: BatchOwner, items: Any, options: BatchOptions, run_items: RunItems) -> BatchResult:
-    """Run ``items`` by the plan ``choose`` picks (see the module docstring); ``result.plan`` names it."""
-    if options.cascade is not None:
-        raise UsageError(
-            "plan='cheapest' chooses how one model's requests are sent and does not combine with cascade=; "
-            "use plan='as_is' (the default) with a cascade"
-        )
-    live = dataclasses.replace(options, plan="as_is", deadline=None)
-    estimate = await run_items(owner, items, dataclasses.replace(live, estimate=True))
-    assert isinstance(estimate, BatchEstimate)
-    # A job this batch already has (an earlier call, before a kernel restart) is paid for: attach to it.
-    scored = scored_labels(owner.provider, owner.settings, options.output, tools=bool(owner._request_context()[1]))
+def cheapest_plan(batch: PreparedBatch) -> str:
+    """The plan ``plan="cheapest"`` runs ``batch`` by: a Batch API job its checkpoint already holds (paid for: attach
+    to it), else ``choose``'s."""
+    scored = batch.scored is not None
     # A scored batch never runs as a job (nor was one): its checkpoint is of scored rows, not a job's.
-    recorded = scored is None and not options.restart and _job_recorded(owner, items, options)
-    plan = Plan(BATCH_API) if recorded else choose(estimate, options, scored=scored is not None)
-    if plan.name == BATCH_API:
-        result = await _run_batch_api(owner, items, options)
-        paid: float = sum(row.cost for row in result.results if not getattr(row, "cached", False))
-        share = BATCH_DISCOUNT.get(owner.provider_name, 1.0)
-    elif plan.name == FLEX:
-        before = len(owner.cost_tracker.records)
-        with service_tier_for_batch(FLEX):
-            ran = await run_items(owner, items, live)
-        assert isinstance(ran, BatchResult)
-        result = ran
-        paid = sum(r.cost for r in owner.cost_tracker.records[before:] if r.service_tier == FLEX)
-        share = flex_discount(owner.model) or 1.0
-    else:
-        ran = await run_items(owner, items, live)
-        assert isinstance(ran, BatchResult)
-        ran.plan = plan.name
-        return ran
-    result.plan = plan.name
-    if paid > 0 and share < 1:
-        result.extra_saved += Savings.of(plan.name, dollars=paid / share - paid)
-    return result
+    recorded = not scored and not batch.options.restart and batch.checkpoint is not None and batch.checkpoint.job()
+    return BATCH_API if recorded else choose(estimate_of_batch(batch), batch.options, scored=scored).name
 
 
-def _job_recorded(owner: BatchOwner, items: Any, options: BatchOptions) -> bool:
-    """Whether ``options.checkpoint`` holds a Batch API job of this very batch (``submit_batch(checkpoint=)``)."""
-    if options.checkpoint is None:
-        return False
-    texts = batch_prompts(items, options.prompt).texts
-    checkpoint = open_checkpoint(options.checkpoint, batch_identity(owner, texts, options.output), False)
-    return checkpoint is not None and checkpoint.job() is not None
+async def answer_flex(batch: PreparedBatch) -> Answered:
+    """The live strategy with every call at the flex tier; its saving against the list price."""
+    owner = batch.owner
+    before = len(owner.cost_tracker.records)
+    with service_tier_for_batch(FLEX):
+        live = await answer_live(batch)
+    paid = sum(r.cost for r in owner.cost_tracker.records[before:] if r.service_tier == FLEX)
+    return Answered(FLEX, live.wall_time_s, live.report, live.saved + _saving(FLEX, paid, flex_discount(owner.model)))
 
 
-async def _run_batch_api(owner: BatchOwner, items: Any, options: BatchOptions) -> BatchResult:
-    """The rows through a Batch API job: with ``dedup``, each distinct prompt once, its repeats served from it."""
-    prompts = batch_prompts(items, options.prompt)
-    item_type = owner.result_type()
-    served_again: Callable[[Any], Any] | None = getattr(item_type, "served_again", None) if options.dedup else None
-    lead_of: dict[int, int] = {}
-    first: dict[str, int] = {}
-    for index, text in enumerate(prompts.texts):
-        if index not in prompts.missing:
-            lead_of[index] = index if served_again is None else first.setdefault(text, index)
-    job = await BatchJob.asubmit(
-        owner, items, output=options.output, prompt=options.prompt, checkpoint=options.checkpoint,
-        only=set(lead_of.values()),
+async def answer_batch_api(batch: PreparedBatch) -> Answered:
+    """The rows through a Batch API job: with ``dedup``, each distinct prompt once, its repeats served from it.
+
+    The job asks every row with a value (a checkpoint's finished rows too: it is one job, as its estimate says)."""
+    every = Duplicates() if batch.served_again is None else find_duplicates(batch.inputs, {}, batch.errors)
+    lead_of = {twin: lead for lead, twins in every.twins.items() for twin in twins}
+    only = {i for i in range(len(batch.inputs)) if i not in batch.errors and i not in lead_of}
+    job = await BatchJob.asubmit_prompts(
+        batch.owner, batch.prompts, batch.spec, checkpoint=batch.options.checkpoint, store=batch.checkpoint, only=only
     )
     ran = await job.await_results(first_poll=FIRST_POLL_S)
-    if served_again is None:
-        return ran
     answered = dict(zip(ran.indices, ran.results, strict=True))
-    errors = {failure.position: failure.error for failure in ran.failed}
-    result = BatchResult(item_type, inputs=ran.inputs, wall_time_s=ran.wall_time_s, index=ran.index, output=ran.output)
-    twins: dict[int, Any] = {}
-    for index in range(len(ran.inputs)):
+    failures = {failure.position: failure.error for failure in ran.failed}
+    for index in range(len(batch.inputs)):
         lead = lead_of.get(index, index)
+        if index in batch.errors:  # a missing value: never sent
+            continue
         if index in answered:
-            result.results.append(answered[index])
-            result.indices.append(index)
+            batch.done[index] = answered[index]
         elif lead != index and lead in answered:  # a repeat: its lead's answer, cost 0 (``cached``)
-            twins[index] = served_again(answered[lead])
-            result.results.append(twins[index])
-            result.indices.append(index)
+            assert batch.served_again is not None
+            batch.done[index] = batch.served_again(answered[lead])
+            if batch.checkpoint is not None:  # the job recorded the repeats as not run: they are answered
+                batch.checkpoint.record(index, payload=batch.done[index].to_payload())
         else:
-            result.fail(index, errors.get(lead, errors.get(index, ItemNotRunError("not run"))))
-    checkpoint = None
-    if options.checkpoint is not None and twins:  # the job recorded the repeats as not run: they are answered
-        checkpoint = open_checkpoint(options.checkpoint, batch_identity(owner, ran.inputs, options.output), False)
-    for index, twin in twins.items():
-        if checkpoint is not None:
-            checkpoint.record(index, payload=twin.to_payload())
-    return result
+            batch.done.pop(index, None)
+            batch.errors[index] = failures.get(lead, failures.get(index, ItemNotRunError("not run")))
+    paid: float = sum(row.cost for row in answered.values() if not getattr(row, "cached", False))
+    return Answered(BATCH_API, ran.wall_time_s, saved=_saving(BATCH_API, paid, job.api.discount))
+
+
+def _saving(source: str, paid: float, share: float | None) -> Savings:
+    """What ``paid`` at ``share`` of the list price saved against the list price."""
+    if paid > 0 and share is not None and share < 1:
+        return Savings.of(source, dollars=paid / share - paid)
+    return Savings()

@@ -3,15 +3,16 @@
 ``BatchResult.saved`` is what the batch did not spend against asking every row (``savings.Savings``); its summary
 line says how many rows were deduplicated (answered by an identical row's request) and served by the cache.
 
-Its DataFrame rows come from the results themselves (``BatchItem``), so this module knows no module's
+Its DataFrame rows come from the results themselves (``item.BatchItem``), so this module knows no module's
 result type.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from aiforge.batch.item import BatchItem as BatchItem  # where modules and BatchOwner read it
 from aiforge.batch.savings import DEDUP, Savings, row_savings
 from aiforge.core.errors import BudgetExceededError, MissingValueError
 from aiforge.core.output import OutputSpec
@@ -21,45 +22,9 @@ from aiforge.core.timeline import MAX_ROWS
 if TYPE_CHECKING:
     import pandas as pd
 
-    from aiforge.batch.cascade_report import CascadeReport
+    from aiforge.batch.cascade.report import CascadeReport
+    from aiforge.batch.packing_report import PackingStats
     from aiforge.core.timeline import Order, Timeline
-
-
-class BatchItem(Protocol):
-    """What a module's ``arun`` returns: a result ``BatchResult`` can total and show as a row."""
-
-    cost: float
-    input_tokens: int
-    output_tokens: int
-    output: Any
-    """The validated structured output; read only for batches run with ``output=``."""
-
-    def to_row(self) -> dict[str, Any]:
-        """This result's row of ``BatchResult.to_dataframe``: every column but ``input``.
-
-        A result type may also give some columns a pandas dtype with a ``column_dtypes`` class attribute
-        (``{"cached_tokens": "Int64"}``); without one every column's dtype is inferred.
-        """
-        ...
-
-    @classmethod
-    def failed_row(cls, error: str) -> dict[str, Any]:
-        """The row of an item that failed with ``error``; its keys are the columns, in order."""
-        ...
-
-    def served_again(self) -> Any:
-        """This result for another row with the same prompt: no request made, cost 0 (optional: without it,
-        ``run_batch`` asks every row, see ``batch.dedup``)."""
-        ...
-
-    def to_payload(self) -> dict[str, Any]:
-        """This result as JSON for a batch checkpoint (needed only by ``run_batch(checkpoint=...)``)."""
-        ...
-
-    @classmethod
-    def from_payload(cls, payload: dict[str, Any], output: OutputSpec | None) -> Any:
-        """The result ``to_payload`` wrote, its output validated again as ``output``."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,40 +52,6 @@ class BatchFailure:
 
 
 @dataclass(slots=True)
-class PackingStats:
-    """What packing did in one batch: enough to say what it saved against one request per row."""
-
-    size: int
-    """``pack=``: the most rows one request held."""
-    requests: int = 0
-    """Packed requests sent."""
-    rows: int = 0
-    """Rows those requests held."""
-    answered: int = 0
-    """Rows answered from a pack (``packed=True``)."""
-    retried: int = 0
-    """Rows asked again alone: a missing id, an invalid answer, or a failed pack."""
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float = 0.0
-    """USD of the packed requests (the rows asked alone not included)."""
-    answered_alone_input_tokens: int = 0
-    """Estimated input tokens the rows answered from a pack would have taken one per request (the batch
-    estimate's count: system prompt, schema and the row's prompt)."""
-
-    @property
-    def requests_saved(self) -> int:
-        """Requests not made: one per packed row, less the packs and the rows asked again alone."""
-        return self.rows - self.requests - self.retried
-
-    @property
-    def input_tokens_saved(self) -> int:
-        """Input tokens not spent, estimated: what the answered rows would have taken alone, less every pack's
-        (negative when packs failed and their rows were asked again anyway)."""
-        return self.answered_alone_input_tokens - self.input_tokens
-
-
-@dataclass(slots=True)
 class BatchResult(SharedOnDeepcopy):
     """Results of ``run_batch``: successes in input order, failures with their index label.
 
@@ -141,14 +72,27 @@ class BatchResult(SharedOnDeepcopy):
     """The ``output=`` type of the batch, whose fields become columns."""
     extra_saved: Savings = field(default_factory=Savings)
     """Savings not read from the rows (``saved`` adds them): ``result.extra_saved += Savings.of("packing", ...)``."""
-    cascade: CascadeReport | None = None
-    """What a ``cascade=`` batch did (each row's ``answered_by`` is a column of ``to_dataframe()``)."""
-    packing: PackingStats | None = None
-    """With ``pack=k`` (k > 1): the packed requests and rows, what packing saved is computed from."""
+    report: CascadeReport | PackingStats | None = None
+    """What the batch's strategy did, when it says more than its rows: a ``PackingStats`` with ``pack=k``, a
+    ``CascadeReport`` with ``cascade=`` (also as ``packing`` and ``cascade``); a new strategy adds a report type."""
     plan: str = "as_is"
     """How the batch ran, as the estimate's plans are named (``batch.plans.PLANS``): ``deduped`` (the default),
     ``as_is`` (``dedup=False``: every row asked), ``packed``, ``flex`` or ``batch_api`` (``plan="cheapest"``),
     ``cascade``."""
+
+    @property
+    def cascade(self) -> CascadeReport | None:
+        """What a ``cascade=`` batch did (each row's ``answered_by`` is a column of ``to_dataframe()``)."""
+        from aiforge.batch.cascade.report import CascadeReport
+
+        return self.report if isinstance(self.report, CascadeReport) else None
+
+    @property
+    def packing(self) -> PackingStats | None:
+        """With ``pack=k`` (k > 1): the packed requests and rows, what packing saved is computed from."""
+        from aiforge.batch.packing_report import PackingStats
+
+        return self.report if isinstance(self.report, PackingStats) else None
 
     @property
     def total_cost(self) -> float:

@@ -1,12 +1,6 @@
-"""Running a batch's items: a fixed pool of workers, resumption, a checkpoint written as items land, a budget.
+"""The one worker pool of a batch: leads run by a fixed pool of workers, a checkpoint written as items land, a budget.
 
-Resumption. A batch is identified by its ``BatchFingerprint``: the ordered fingerprints of its prompts and
-the fingerprint of the settings its replies depend on. Items finished by an earlier run of the same batch are
-taken from the checkpoint file (``checkpoint=``) and, after an interrupt in this process, from memory kept by
-batch fingerprint for the whole process (not per agent: ``df.aiforge.map`` builds a new agent per call, and
-the same call again must not pay twice); only the others run. Failed items are recorded in the checkpoint
-with their error but are run again on a rerun: a failure is usually transient (a timeout, a 429), and the
-user reruns to get those rows. Items a budget skipped, and rows with a missing value, are never recorded.
+Resuming (``resume``) decides which items are finished before the pool starts; the pool runs the others.
 
 Budget. With ``max_cost``, an item starts only if the cost spent so far, plus an estimate for every item in
 flight and for itself, stays within the budget; the estimate is the mean cost of the items finished so far, or
@@ -22,35 +16,19 @@ budget sees one request. A lead the budget skips skips its twins.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiforge.batch.estimate import ItemPricer
-from aiforge.core.errors import BatchInterrupted, BudgetExceededError
+from aiforge.core.errors import BudgetExceededError
 from aiforge.core.waits import queued
 from aiforge.store import Checkpoint
 
-KEPT_BATCHES = 8
-"""Interrupted batches whose finished items the process keeps in memory (the oldest is dropped first)."""
 YIELD_AFTER_S = 0.01
 """A worker gives the event loop a turn between two rows at least this often, whether or not its rows suspend."""
-
-
-@dataclass(slots=True)
-class KeptBatch:
-    """The finished items of an interrupted batch, by index."""
-
-    results: dict[int, Any]
-    total: int
-
-
-_kept: OrderedDict[str, KeptBatch] = OrderedDict()
-_kept_lock = threading.Lock()
 
 
 @dataclass(slots=True)
@@ -181,37 +159,3 @@ class BatchRun:
                     self.checkpoint.record(row, error=f"{type(error).__name__}: {error}")
         if self.progress is not None:
             self.progress.update(1 + len(twins))
-
-
-def interrupted(kept: KeptBatch) -> BatchInterrupted:
-    """The one-line interrupt an interrupted ``run_batch`` ends with."""
-    finished = len(kept.results)
-    return BatchInterrupted(
-        f"run_batch interrupted: {finished} of {kept.total} items finished and are kept; run the same call "
-        f"again to run only the other {kept.total - finished}.",
-        finished=finished,
-        total=kept.total,
-    )
-
-
-def keep(key: str, results: dict[int, Any], total: int) -> KeptBatch:
-    """Keep an interrupted batch's finished items for the next run of the same batch (``key``) in this process."""
-    entry = KeptBatch(dict(results), total)
-    with _kept_lock:
-        _kept.pop(key, None)
-        _kept[key] = entry
-        while len(_kept) > KEPT_BATCHES:
-            _kept.popitem(last=False)
-    return entry
-
-
-def kept(key: str) -> KeptBatch | None:
-    """The finished items an interrupted run of batch ``key`` kept in this process; None if none."""
-    with _kept_lock:
-        return _kept.get(key)
-
-
-def forget(key: str) -> None:
-    """Drop what was kept for batch ``key`` (its run has finished)."""
-    with _kept_lock:
-        _kept.pop(key, None)

@@ -189,7 +189,7 @@ class ChatResponse(BaseModel):
         }
 
     def relabelled(self, value: Any, confidence: float) -> ChatResponse:
-        """This scored row answering ``value`` at ``confidence`` instead (``batch.label_calibration``)."""
+        """This scored row answering ``value`` at ``confidence`` instead (``batch.label_debiasing``)."""
         return self.model_copy(update={"message": label_message(value), "output": value, "confidence": confidence})
 
     def served_again(self) -> ChatResponse:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import pandas as pd
 
-from aiforge.batch.cascade_spec import Cascade
+from aiforge.batch.cascade import Cascade
 from aiforge.batch.options import batch_options
 from aiforge.batch.results import BatchResult
 from aiforge.chat.operation_agent import operation_agent

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from aiforge.batch.cascade_spec import Cascade
+from aiforge.batch.cascade import Cascade
 from aiforge.batch.identity import check_budget_enforceable
 from aiforge.batch.options import OPERATION_OPTIONS, batch_options
 from aiforge.chat.operation_agent import operation_agent

@@ -32,6 +32,7 @@ class BuiltinProviderClass(Protocol):
     """A built-in provider class: built from the settings (``cls(settings)``), and its profile read off the class."""
 
     supports_native_tools: bool
+    free: bool
     embedded: bool
     scores_labels: bool
     embeds: bool

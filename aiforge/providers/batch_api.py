@@ -12,11 +12,18 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
+from aiforge.core.pricing import BATCH_DISCOUNT
 from aiforge.core.types import CallParams, Completion, Message, ToolSpec
 
-P = TypeVar("P")
+
+class _Registered(Protocol):
+    @property
+    def registry_name(self) -> str: ...
+
+
+P = TypeVar("P", bound=_Registered)
 """The provider whose calls a Batch API sends."""
 
 JobState = Literal["running", "cancelling", "completed", "expired", "cancelled", "failed"]
@@ -80,6 +87,11 @@ class ProviderBatchAPI(ABC, Generic[P]):
     def __init__(self, provider: P, limits: BatchLimits) -> None:
         self.provider = provider
         self.limits = limits
+
+    @property
+    def discount(self) -> float:
+        """The share of the list price this Batch API bills (``core.pricing.BATCH_DISCOUNT``; 1.0: the list price)."""
+        return BATCH_DISCOUNT.get(self.provider.registry_name, 1.0)
 
     @abstractmethod
     def encode(self, request: BatchRequest) -> dict[str, Any]:

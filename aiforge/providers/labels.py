@@ -11,8 +11,9 @@ MIN_LOGPROB = -9999.0
 """What an impossible or unreadable log-probability counts as (OpenAI's own value for "very unlikely")."""
 
 
-def checked_labels(labels: Sequence[str]) -> list[str]:
-    """``labels`` as a list, or ``UsageError`` naming what is wrong: fewer than two, blank, not text, repeated."""
+def unrepeated_labels(labels: Sequence[str]) -> list[str]:
+    """``labels`` as a list, or ``UsageError`` naming what is wrong: fewer than two, blank, not text, or repeated
+    (a label given twice is refused, not dropped: ``core.labels.checked_labels`` drops repeats of a user's list)."""
     if isinstance(labels, str) or not isinstance(labels, Sequence):
         raise UsageError(f"labels must be a list of strings, got {type(labels).__name__}: {labels!r}")
     out = list(labels)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiforge.core.retry import call_with_retries
 from aiforge.core.types import CallParams, LabelScores, Message, ProviderError, Usage
-from aiforge.providers.labels import MIN_LOGPROB, checked_labels, normalised, with_label_instruction
+from aiforge.providers.labels import MIN_LOGPROB, normalised, unrepeated_labels, with_label_instruction
 from aiforge.providers.openai_completion import usage_from_openai
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ async def score_by_logprobs(
     provider: ChatCompletionsProvider, messages: list[Message], labels: Sequence[str], params: CallParams
 ) -> LabelScores:
     """``LabelScores`` of ``labels`` as the answer to ``messages``, from the first answer token's log-probabilities."""
-    checked = checked_labels(labels)
+    checked = unrepeated_labels(labels)
     asked = with_label_instruction(messages, checked)
     first_token = replace(params, output=None, max_tokens=1, temperature=0.0)
     usage = Usage()

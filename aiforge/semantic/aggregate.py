@@ -18,16 +18,14 @@ answer for rows it never read.
 from __future__ import annotations
 
 import hashlib
-import threading
 import warnings
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.identity import batch_identity
-from aiforge.batch.runner import KEPT_BATCHES
+from aiforge.batch.resume import interrupted_work
 from aiforge.core.context_windows import context_window
 from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.errors import AggregationError, BatchInterrupted, TruncatedRowWarning
@@ -136,16 +134,10 @@ class _Chunk:
     """The group's only chunk on this level: its answer is the group's."""
 
 
-_kept: OrderedDict[str, dict[tuple[str, bool], ChatResponse]] = OrderedDict()
-_kept_lock = threading.Lock()
-
-
 def agent_context_window(agent: ChatAgent) -> int:
     """The window ``agent``'s requests must fit: ``CONTEXT_WINDOW``, the embedded engine's context, the model's."""
-    from aiforge.providers import is_embedded
-
     settings = agent.settings
-    embedded = settings.LOCAL_CONTEXT_SIZE if is_embedded(agent.provider_name) else None
+    embedded = settings.LOCAL_CONTEXT_SIZE if agent.provider.embedded else None
     return context_window(agent.model, settings.CONTEXT_WINDOW, embedded_context=embedded)
 
 
@@ -182,7 +174,9 @@ def reduce_groups(
     budget.check()
     report = AggReport(budget.window, budget.limit)
     key = _call_key(agent, instruction, groups, kind, final, spec, budget.window)
-    answers = _kept_answers(key, restart=bool(options.get("restart")))
+    answers: dict[tuple[str, bool], ChatResponse] = interrupted_work.live(
+        key, dict, restart=bool(options.get("restart"))
+    )
     results: list[Any] = [None] * len(groups)
     items = {g: list(texts) for g, texts in enumerate(groups) if texts}
     kinds = dict.fromkeys(items, kind)
@@ -206,8 +200,7 @@ def reduce_groups(
             TruncatedRowWarning,
             stacklevel=_caller_stacklevel(),
         )
-    with _kept_lock:
-        _kept.pop(key, None)
+    interrupted_work.forget(key)
     return results, report
 
 
@@ -327,16 +320,6 @@ def _call_key(
     head = [f"agg kind={kind} final={final} window={window}", instruction]
     rows = [text for texts in groups for text in (f"group of {len(texts)}", *texts)]
     return batch_identity(agent, [*head, *rows], spec).key
-
-
-def _kept_answers(key: str, *, restart: bool) -> dict[tuple[str, bool], ChatResponse]:
-    """The chunk answers an unfinished earlier run of call ``key`` kept in this process (kept from now on too)."""
-    with _kept_lock:
-        answers = {} if restart else _kept.pop(key, {})
-        _kept[key] = answers
-        while len(_kept) > KEPT_BATCHES:
-            _kept.popitem(last=False)
-    return answers
 
 
 def check_groups(groups: Sequence[Sequence[str]]) -> None:

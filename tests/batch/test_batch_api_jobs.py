@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel
 
 from aiforge import ChatAgent
-from aiforge.batch.batch_api import BatchJob, BatchLimits, ItemNotRunError, JobNotFinishedError
-from aiforge.batch.results import MissingValueError
+from aiforge.batch.batch_api import BatchJob, BatchLimits
+from aiforge.core.errors import ItemNotRunError, JobNotFinishedError, MissingValueError
 from aiforge.core.pricing import batch_price_of, price_of
 from aiforge.core.types import Usage
 from aiforge.providers.scripted import ScriptedProvider, structured

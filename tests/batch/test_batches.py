@@ -18,8 +18,9 @@ from aiforge.chat.agent import ChatAgent
 from aiforge.chat.response import BATCH_COLUMNS
 from aiforge.chat.setup import AgentSetup
 from aiforge.core.costs import CostTracker
+from aiforge.core.errors import MissingValueError
 from aiforge.core.types import CallParams, ProviderError, RateLimitError, UsageError
-from aiforge.modules.base import BaseModule, BatchResult, MissingValueError
+from aiforge.modules.base import BaseModule, BatchResult
 from aiforge.providers.scripted import ScriptedProvider
 from tests.support.bars import record_bars
 

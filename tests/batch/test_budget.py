@@ -11,7 +11,7 @@ import pytest
 
 from aiforge import ChatAgent
 from aiforge.batch.estimate import BatchEstimate
-from aiforge.batch.results import BudgetExceededError
+from aiforge.core.errors import BudgetExceededError
 from aiforge.core.pricing import lookup_price
 from aiforge.core.tokens import CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS
 from aiforge.core.types import ConfigError, Usage

@@ -16,8 +16,8 @@ import pytest
 
 import aiforge
 from aiforge import Cascade, ChatAgent
-from aiforge.batch.cascade_report import CascadeReport
-from aiforge.core.failed_rows import FailedRowsWarning
+from aiforge.batch.cascade import CascadeReport
+from aiforge.core.errors import FailedRowsWarning
 from aiforge.core.pricing import lookup_price
 from aiforge.core.types import Message, Usage, UsageError
 from aiforge.providers.scripted import ScriptedProvider, structured

@@ -15,8 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from aiforge import ChatAgent
-from aiforge.batch.results import BudgetExceededError, MissingValueError
-from aiforge.batch.runner import BatchInterrupted
+from aiforge.core.errors import BatchInterrupted, BudgetExceededError, MissingValueError
 from aiforge.core.pricing import lookup_price
 from aiforge.core.types import Usage
 from aiforge.providers.scripted import ScriptedProvider
@@ -217,7 +216,8 @@ def test_ctrl_c_keeps_the_finished_prompts_rows_and_a_rerun_asks_each_other_prom
 def test_a_row_whose_prompt_a_checkpointed_row_answered_takes_that_answer_without_a_request(
     srv: LLMServer, tmp_path: Path
 ) -> None:
-    from aiforge.batch.identity import batch_identity, open_checkpoint
+    from aiforge.batch.identity import batch_identity
+    from aiforge.batch.resume import open_checkpoint
 
     path, rows = tmp_path / "b.sqlite", ["great", "awful", "great"]
     agent(srv).run_batch(rows, checkpoint=path)

@@ -11,8 +11,7 @@ from pydantic import BaseModel
 
 from aiforge import ChatAgent
 from aiforge.batch import embedded
-from aiforge.batch.embedded import EmbeddedModelWarning
-from aiforge.core.failed_rows import FailedRowsWarning
+from aiforge.core.errors import EmbeddedModelWarning, FailedRowsWarning
 from aiforge.providers.scripted import ScriptedProvider
 
 REVIEWS = pd.DataFrame({"review": ["Great kettle, love it", "Broke after a week"]}, index=["k1", "k2"])

@@ -312,8 +312,7 @@ def test_packings_dollar_saving_takes_off_the_output_its_ids_add() -> None:
     # The saving once priced only the input not sent: the packed reply's ids and list (several output tokens a
     # row, at four times the input price on gpt-4o-mini) made it about twice the bills' difference.
     from aiforge.batch.estimate import item_pricer
-    from aiforge.batch.packing import packing_saving
-    from aiforge.batch.results import PackingStats
+    from aiforge.batch.packing_report import PackingStats, packing_saving
     from aiforge.core.pricing import lookup_price
     from aiforge.core.types import Usage
 

@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from aiforge import ChatAgent
-from aiforge.batch.runner import BatchInterrupted
+from aiforge.core.errors import BatchInterrupted, CheckpointMismatchError
 from aiforge.core.types import Interrupted
-from aiforge.store import CheckpointMismatchError
 from fakellm import Fault, LLMServer, RecordedRequest, Reply
 
 KEY = "sk-test-key-never-stored-0123456789"

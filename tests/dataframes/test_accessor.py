@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 import aiforge  # noqa: F401 - registers the accessor
 from aiforge import ChatAgent
-from aiforge.core.failed_rows import FailedRowsWarning
+from aiforge.core.errors import FailedRowsWarning
 from aiforge.core.types import UsageError
 from aiforge.modules.base import BatchResult
 from aiforge.providers.scripted import ScriptedProvider

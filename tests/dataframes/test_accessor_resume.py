@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from pydantic import BaseModel
 
-from aiforge.batch.runner import BatchInterrupted
+from aiforge.core.errors import BatchInterrupted
 from fakellm import Fault, LLMServer, RecordedRequest, Reply
 
 KEY = "sk-test-key-never-stored-0123456789"

@@ -10,7 +10,7 @@ import pytest
 
 import aiforge  # noqa: F401 - registers the accessor
 from aiforge import ChatAgent
-from aiforge.core.failed_rows import FailedRowsWarning
+from aiforge.core.errors import FailedRowsWarning
 from aiforge.core.types import UsageError
 from aiforge.providers.scripted import ScriptedProvider
 from aiforge.semantic.near_duplicates import DedupReport

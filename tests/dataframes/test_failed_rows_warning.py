@@ -13,8 +13,7 @@ from pydantic import BaseModel
 
 import aiforge  # noqa: F401 - registers the accessor
 from aiforge import ChatAgent
-from aiforge.core.errors import BadRequestError
-from aiforge.core.failed_rows import FailedRowsWarning
+from aiforge.core.errors import BadRequestError, FailedRowsWarning
 from aiforge.core.types import Message
 from aiforge.providers.scripted import ScriptedProvider
 

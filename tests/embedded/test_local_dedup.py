@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from aiforge import ChatAgent
-from aiforge.batch.embedded import ChatModelVectorsWarning, EmbeddedModelWarning
+from aiforge.core.errors import ChatModelVectorsWarning, EmbeddedModelWarning
 from aiforge.providers.local import weights
 from aiforge.providers.local.weights import find_default_weights
 from aiforge.semantic.embeddings import embed_texts

@@ -13,9 +13,9 @@ import pytest
 from pydantic import BaseModel
 
 from aiforge import ChatAgent
-from aiforge.batch.batch_api import BatchJob, BatchLimits, ItemNotRunError, JobNotFinishedError
+from aiforge.batch.batch_api import BatchJob, BatchLimits
+from aiforge.core.errors import CheckpointMismatchError, ItemNotRunError, JobNotFinishedError
 from aiforge.core.types import BadRequestError, ProviderError
-from aiforge.store import CheckpointMismatchError
 from fakellm import Fault, LLMServer, Reply
 
 KEYS = {"openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"), "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}

@@ -155,7 +155,7 @@ def test_agg_under_a_context_window_larger_than_the_servers_names_the_servers_nu
     import pandas as pd
 
     import aiforge.dataframes  # noqa: F401 - registers df.aiforge
-    from aiforge.semantic.aggregate import AggregationError
+    from aiforge.core.errors import AggregationError
 
     rows = pd.DataFrame({"review": [f"review {i}: the kettle boils fast but the lid is loose" for i in range(80)]})
     with pytest.raises(AggregationError) as failure:

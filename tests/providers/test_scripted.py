@@ -12,7 +12,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel
 
-from aiforge.core.failed_rows import FailedRowsWarning
+from aiforge.core.errors import FailedRowsWarning
 from aiforge.core.output import OutputSpec
 from aiforge.core.settings import load_settings
 from aiforge.core.types import CallParams, Completion, Message, ProviderError, ToolSpec, Usage
@@ -378,7 +378,7 @@ def test_a_bare_label_reply_answers_a_label_batch_in_one_request_per_row() -> No
     import pandas as pd
 
     from aiforge import ChatAgent
-    from aiforge.core.output import OutputValidationError
+    from aiforge.core.errors import OutputValidationError
 
     reviews = pd.Series([f"review {i}" for i in range(20)])
     scripted = ScriptedProvider(default="positive")

@@ -20,12 +20,12 @@ import pytest
 from pydantic import BaseModel
 
 import aiforge  # noqa: F401 - registers the accessors
-from aiforge.batch.runner import BatchInterrupted
+from aiforge.batch.resume import interrupted_work
 from aiforge.core.context_windows import DEFAULT_CONTEXT_WINDOW, context_window
-from aiforge.core.errors import TruncatedRowWarning
+from aiforge.core.errors import AggregationError, BatchInterrupted, TruncatedRowWarning
 from aiforge.core.tokens import CHARS_PER_TOKEN
 from aiforge.core.types import ConfigError, UsageError
-from aiforge.semantic.aggregate import AggregationError, AggReport
+from aiforge.semantic.aggregate import AggReport
 from fakellm import Fault, LLMServer, RecordedRequest, Reply, estimate_input_tokens
 
 KEY = "sk-agg-test-key-0123456789"
@@ -268,8 +268,6 @@ def test_failed_chunks_end_the_call_and_the_same_call_asks_only_those(srv: LLMSe
 
 
 def test_checkpoint_directory_resumes_in_a_new_process_state(srv: LLMServer, tmp_path: Any) -> None:
-    from aiforge.semantic import aggregate
-
     def folds_fail(request: RecordedRequest) -> Reply | Fault:
         return Fault(status=500) if "Answer for part" in request.last_user_text else answer(request)
 
@@ -278,7 +276,7 @@ def test_checkpoint_directory_resumes_in_a_new_process_state(srv: LLMServer, tmp
     with pytest.raises(AggregationError, match="at level 1 failed"):
         frame.aiforge.agg(PROMPT, checkpoint=tmp_path, **settings(srv))
     assert list(tmp_path.glob("agg-level0-*.sqlite"))
-    aggregate._kept.clear()  # what a restarted kernel has in memory: nothing
+    interrupted_work.clear()  # what a restarted kernel has in memory: nothing
     srv.default = answer
     srv.reset()
 

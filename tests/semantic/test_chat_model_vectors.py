@@ -12,7 +12,7 @@ import pytest
 
 import aiforge  # noqa: F401 - registers the accessor
 from aiforge import ChatAgent
-from aiforge.batch.embedded import ChatModelVectorsWarning, EmbeddedModelWarning
+from aiforge.core.errors import ChatModelVectorsWarning, EmbeddedModelWarning
 from aiforge.providers.scripted import ScriptedProvider, structured
 
 TICKETS = pd.DataFrame({"text": ["the kettle leaks", "my toaster burns", "the kettle is leaking"]}, index=[1, 2, 3])

@@ -14,10 +14,10 @@ import pytest
 
 import aiforge  # noqa: F401 - registers the accessor
 from aiforge import ChatAgent
-from aiforge.batch.results import BudgetExceededError
+from aiforge.core.errors import BudgetExceededError, ComparisonFailedError
 from aiforge.core.types import UsageError
 from aiforge.providers.scripted import ScriptedProvider
-from aiforge.semantic.topk import ComparisonFailedError, TopKRun, listwise_calls, pairwise_calls
+from aiforge.semantic.topk import TopKRun, listwise_calls, pairwise_calls
 from fakellm import LLMServer, Reply
 from tests.support.ranking_judge import ranking_judge
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aiforge import ChatAgent
-from aiforge.store.cassettes import ReplayMismatchError
+from aiforge.core.errors import ReplayMismatchError
 from fakellm import LLMServer, Reply
 
 KEYS = {

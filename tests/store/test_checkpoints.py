@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from aiforge.store import Checkpoint, CheckpointMismatchError, Store, batch_fingerprint, fingerprint
+from aiforge.core.errors import CheckpointMismatchError
+from aiforge.store import Checkpoint, Store, batch_fingerprint, fingerprint
 from tests.store import workers
 
 SETTINGS = {"provider": "openai", "model": "gpt-4o-mini", "temperature": 0}

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 import aiforge.store
+from aiforge.core.errors import StoreError
 from aiforge.core.types import ConfigError
-from aiforge.store import ResponseCache, Store, StoreError
+from aiforge.store import ResponseCache, Store
 from aiforge.store.schema import APPLICATION_ID, SCHEMA_VERSION
 from tests.store import workers
 

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.batch_api.requests import batch_requests, call_params, index_of, to_result
 from aiforge.batch.batch_api.status import JobStatus, job_status
-from aiforge.batch.identity import batch_identity, open_checkpoint
+from aiforge.batch.identity import batch_identity
 from aiforge.batch.results import BatchFailure, BatchResult
+from aiforge.batch.resume import open_checkpoint, recorded_job
 from aiforge.core.aio import run_sync
 from aiforge.core.errors import (
     ItemNotRunError,
@@ -37,12 +38,13 @@ from aiforge.core.errors import (
     OutputValidationError,
 )
 from aiforge.core.output import OutputSpec
-from aiforge.core.templates import RowTemplate, batch_prompts
-from aiforge.core.types import ProviderError, UsageError
+from aiforge.core.templates import BatchPrompts, RowTemplate, batch_prompts
+from aiforge.core.types import ProviderError
 from aiforge.providers.batch_api import BatchLimits, BatchStatus, ProviderBatchAPI
 
 if TYPE_CHECKING:
     from aiforge.batch.owner import BatchOwner
+    from aiforge.store import Checkpoint
 
 JOB_ID_SEPARATOR = ","
 DEFAULT_POLL_INTERVAL = 30.0
@@ -71,6 +73,8 @@ class BatchJob:
         """After ``results()``: the items the provider never ran (job expired, cancelled or failed)."""
         self.reattached = False
         """True when ``submit_batch(..., checkpoint=)`` found this batch's job in the checkpoint (nothing submitted)."""
+        self.store: Checkpoint | None = None
+        """The checkpoint at ``checkpoint`` once opened for this batch (``_record`` writes to it)."""
         self._started = time.monotonic()
         self._last: dict[str, BatchStatus] = {}
 
@@ -173,7 +177,7 @@ class BatchJob:
                 error = outcome
             else:
                 try:
-                    result.results.append(to_result(self.module, outcome, self.output))
+                    result.results.append(to_result(self.module, outcome, self.output, self.api.discount))
                     result.indices.append(index)
                     continue
                 except (OutputValidationError, OutputRefusedError) as exc:
@@ -205,7 +209,9 @@ class BatchJob:
         if self.checkpoint is None:
             return
         # The very checkpoint run_batch opens for these inputs and settings.
-        checkpoint = open_checkpoint(self.checkpoint, batch_identity(self.module, result.inputs, self.output), False)
+        checkpoint = self.store or open_checkpoint(
+            self.checkpoint, batch_identity(self.module, result.inputs, self.output), False
+        )
         assert checkpoint is not None  # a path gives a checkpoint
         for index, item in zip(result.indices, result.results, strict=True):
             checkpoint.record(index, payload=item.to_payload())
@@ -219,19 +225,29 @@ class BatchJob:
     async def asubmit(
         cls, module: BatchOwner, items: Any, *, output: Any = None, prompt: str | RowTemplate | None = None,
         checkpoint: str | os.PathLike[str] | None = None, limits: BatchLimits | None = None,
-        only: Collection[int] | None = None,
     ) -> BatchJob:
-        """``submit_batch``; ``only``: the positions to send (the planner's deduped rows), None for every row."""
+        """``submit_batch``."""
         spec = None if output is None else OutputSpec.of(output)
         prompts = batch_prompts(items, prompt)
+        identity = batch_identity(module, prompts.texts, spec)
+        store = None if checkpoint is None else open_checkpoint(checkpoint, identity, False)
+        return await cls.asubmit_prompts(module, prompts, spec, checkpoint=checkpoint, store=store, limits=limits)
+
+    @classmethod
+    async def asubmit_prompts(
+        cls, module: BatchOwner, prompts: BatchPrompts, spec: OutputSpec | None, *,
+        checkpoint: str | os.PathLike[str] | None, store: Checkpoint | None, limits: BatchLimits | None = None,
+        only: Collection[int] | None = None,
+    ) -> BatchJob:
+        """Send ``prompts`` (``only``: the positions to send, None for every row with a value); ``store`` is the
+        checkpoint at ``checkpoint`` of this very batch (its identity computed once, by the caller)."""
         api = module.provider.batch_api(limits)
         job = cls(module, api, [], inputs=prompts.texts, index=prompts.index, output=spec,
                   missing=dict(prompts.missing), checkpoint=checkpoint)
-        store = None
-        if checkpoint is not None:
+        job.store = store
+        if store is not None:
             # A rerun of the cell (or after a restart) attaches to the job this batch already has: pay once.
-            store = open_checkpoint(checkpoint, batch_identity(module, prompts.texts, spec), False)
-            if store is not None and (submitted := store.job()) is not None:
+            if (submitted := store.job()) is not None:
                 job.ids = [part for part in submitted.split(JOB_ID_SEPARATOR) if part]
                 job.reattached = True
                 return job
@@ -267,7 +283,7 @@ class BatchJob:
         texts where the provider keeps no inputs (Anthropic) and must be the items submitted.
         """
         if job_id is None:
-            job_id = _job_in(checkpoint, agent)
+            job_id = recorded_job(checkpoint, agent.provider_name)
         spec = None if output is None else OutputSpec.of(output)
         api = agent.provider.batch_api(limits)
         inputs, index, missing = None, None, {}
@@ -276,24 +292,6 @@ class BatchJob:
             inputs, index, missing = prompts.texts, prompts.index, dict(prompts.missing)
         ids = [part for part in job_id.split(JOB_ID_SEPARATOR) if part]
         return cls(agent, api, ids, inputs=inputs, index=index, output=spec, missing=missing, checkpoint=checkpoint)
-
-
-def _job_in(checkpoint: str | os.PathLike[str] | None, agent: BatchOwner) -> str:
-    """The job id a checkpoint file holds, for ``attach(checkpoint=...)`` without a job id."""
-    from aiforge.store import Checkpoint, Store
-
-    if checkpoint is None:
-        raise UsageError("BatchJob.attach needs a job_id, or the checkpoint= that submit_batch was given.")
-    if not os.path.exists(checkpoint):
-        raise UsageError(f"checkpoint={os.fspath(checkpoint)!r} does not exist: there is no job to attach to.")
-    store = Store.for_setting(checkpoint, kind="data")
-    stored = None if store is None else Checkpoint.stored_job(store)
-    if stored is None:
-        raise UsageError(f"{os.fspath(checkpoint)} holds no Batch API job (it was not given to submit_batch).")
-    job_id, provider = stored
-    if provider != agent.provider_name:
-        raise UsageError(f"{os.fspath(checkpoint)} holds a {provider} job; the agent talks to {agent.provider_name}.")
-    return job_id
 
 
 def _progress_bar(module: BatchOwner, progress: bool, total: int) -> Any:

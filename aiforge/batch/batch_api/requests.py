@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.core.costs import CostRecord
 from aiforge.core.errors import OutputRefusedError
 from aiforge.core.output import OutputSpec
-from aiforge.core.pricing import batch_price_of
+from aiforge.core.pricing import price_of
 from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import CallParams, Completion, Message, UsageError
 from aiforge.providers.batch_api import BatchRequest
@@ -41,7 +41,7 @@ def index_of(custom_id: str) -> int | None:
 def call_params(module: BatchOwner, spec: OutputSpec | None) -> CallParams:
     """The parameters of one item's call: the agent's own (as its live turns use them), with ``output``.
 
-    No ``SERVICE_TIER``: a Batch API job runs at the batch tier, priced by ``BATCH_DISCOUNT``.
+    No ``SERVICE_TIER``: a Batch API job runs at the batch tier, priced at its Batch API's ``discount``.
     """
     return dataclasses.replace(module._call_params(), output=spec, service_tier=None)
 
@@ -61,8 +61,8 @@ def batch_requests(module: BatchOwner, texts: dict[int, str], params: CallParams
     ]
 
 
-def to_result(module: BatchOwner, completion: Completion, spec: OutputSpec | None) -> Any:
-    """The module's result for one answered request, at the Batch API's price.
+def to_result(module: BatchOwner, completion: Completion, spec: OutputSpec | None, discount: float) -> Any:
+    """The module's result for one answered request, at the Batch API's price (``discount`` of the list price).
 
     A refusal is an ``OutputRefusedError`` and a reply that does not validate as ``output=`` an
     ``OutputValidationError``: a Batch API job cannot ask again with feedback, ``run_batch`` can.
@@ -70,7 +70,8 @@ def to_result(module: BatchOwner, completion: Completion, spec: OutputSpec | Non
     if completion.refusal is not None:
         raise OutputRefusedError(completion.refusal)
     model = completion.model or module.model
-    cost, priced = batch_price_of(completion.usage, model, module.provider_name, module.settings.PRICES)
+    cost, priced = price_of(completion.usage, model, module.settings.PRICES)
+    cost *= discount
     if module.provider.free:
         cost, priced = 0.0, True
     usage, conversation_id, trace_id = completion.usage, secrets.token_hex(8), secrets.token_hex(8)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aiforge.core.types import LabelScores, Message, ProviderError, Usage
-from aiforge.providers.labels import checked_labels, normalised, with_label_instruction
+from aiforge.providers.labels import normalised, unrepeated_labels, with_label_instruction
 from aiforge.providers.local.protocol import chat_messages
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ async def score_by_likelihood(
     error: Callable[[dict[str, Any]], ProviderError],
 ) -> LabelScores:
     """``LabelScores`` of ``labels`` as the answer to ``messages``, from the embedded model's likelihoods."""
-    checked = checked_labels(labels)
+    checked = unrepeated_labels(labels)
     loop = asyncio.get_running_loop()
     # One job for all labels: nothing else decodes in between, so every label reuses the prompt's cache.
     found, usage = await loop.run_in_executor(engine.executor, read_label_logprobs, engine, messages, checked, error)

@@ -1,4 +1,4 @@
-"""Batch calibration of scored label rows (``run_batch(calibrate=True)``, issue 24).
+"""Debiasing scored label rows by their batch (batch calibration, ``run_batch(calibrate=True)``, issue 24).
 
 A small model leans towards some labels whatever the row: the embedded model gives most reviews "positive" its
 highest probability. Batch calibration asks instead which label is likelier *for this row* than for the batch's

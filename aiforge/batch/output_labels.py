@@ -1,4 +1,7 @@
-"""The labels of a cascade: what a label-like ``output=`` type can answer, as the texts a provider scores.
+"""The labels a label-like ``output=`` type answers (``classify``'s Literal, ``filter``'s bool, an Enum), as texts.
+
+The one mapping from an output type to its labels: a scored row's answer (``label_scoring``), a cascade's labels
+(``cascade``) and a label answer's length in an estimate (``identity.label_answer_tokens``) all read it.
 
 A label is a value's text: a string as it is, anything else as its JSON (``True`` -> ``"true"``, ``3`` ->
 ``"3"``); an Enum member is its value's. ``bool`` (``filter``) is ``"true"`` / ``"false"``, a ``Literal``
@@ -9,7 +12,6 @@ from __future__ import annotations
 
 import enum
 import json
-import sys
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 from aiforge.core.types import UsageError
@@ -41,21 +43,3 @@ def label_values(spec: OutputSpec | None) -> dict[str, Any]:
         f"cascade= answers labels: it needs a label output (a Literal, an Enum or bool, as classify and filter "
         f"use), not {named}"
     )
-
-
-def truth_labels(items: Any, column: str | None, values: dict[str, Any]) -> list[str | None] | None:
-    """The label of each row in the ``truth=`` column of ``items`` (None where missing); None without ``truth``."""
-    if column is None:
-        return None
-    pd = sys.modules.get("pandas")
-    if pd is None or not isinstance(items, pd.DataFrame):
-        raise UsageError(
-            f"Cascade(truth={column!r}) names a column of a DataFrame, but the items are a {type(items).__name__}"
-        )
-    if column not in items.columns:
-        raise UsageError(f"Cascade(truth={column!r}): the DataFrame has no such column (it has {list(items.columns)})")
-    labels: list[str | None] = [None if pd.isna(value) else label_of(value) for value in items[column].tolist()]
-    odd = next((label for label in labels if label is not None and label not in values), None)
-    if odd is not None:
-        raise UsageError(f"Cascade(truth={column!r}) has the label {odd!r}, which is not one of {list(values)}")
-    return labels

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from aiforge.batch.calibration import (
+from aiforge.batch.cascade.threshold import (
     agreement_lower_bound,
     beta_quantile,
     choose_threshold,

@@ -1,8 +1,8 @@
-"""``Cascade``: what ``run_batch(cascade=...)`` is asked for (``cascade`` runs it, ``cascade_report`` says what it did).
+"""``Cascade``: what ``run_batch(cascade=...)`` is asked for (``run`` runs it, ``report`` says what it did).
 
 A cheap model answers every row with a confidence; a calibration sample answered by the strong model (or the
 user's own labels) fixes the threshold above which the cheap answers are kept with a stated guarantee
-(``calibration``); the other rows go to the strong model.
+(``threshold``); the other rows go to the strong model.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from aiforge.batch.calibration import fewest_rows
+from aiforge.batch.cascade.threshold import fewest_rows
 from aiforge.core.types import UsageError
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ class Cascade:
     None), or read from the DataFrame column ``truth`` (the user's labels: no strong call to calibrate). The
     cheap answers are kept down to the lowest confidence threshold at which their agreement with that reference
     is at least ``target`` with probability ``confidence`` (one-sided Clopper-Pearson bound, fixed-sequence
-    testing: ``aiforge.batch.calibration``); every other row goes to ``then``. The result's ``cascade`` is the
+    testing: ``aiforge.batch.cascade.threshold``); every other row goes to ``then``. The result's ``cascade`` is the
     ``CascadeReport``. It pays off when the batch is several times ``sample`` (a batch of ``sample`` rows or fewer
     is all answered by ``then``).
     """
