@@ -31,7 +31,7 @@ def batch_identity(
     from aiforge.store import batch_fingerprint, fingerprint
     from aiforge.store.fingerprint import public_endpoint
 
-    system_prompt, tools = owner._request_context()
+    system_prompt, tools = owner.request_context.system_prompt, owner.request_context.tools
     settings = {
         "module": type(owner).__name__,
         "provider": owner.provider_name,
@@ -57,7 +57,7 @@ def open_cache(value: bool | str | os.PathLike[str] | None) -> ResponseCache | N
 
 def pricer_of(owner: BatchOwner, spec: OutputSpec | None) -> ItemPricer:
     """What one item of this owner's batch is estimated to cost (budgets and ``estimate=True``)."""
-    system_prompt, tools = owner._request_context()
+    system_prompt, tools = owner.request_context.system_prompt, owner.request_context.tools
     max_tokens = owner.settings.MAX_TOKENS
     answer = label_answer_tokens(spec)
     return item_pricer(

@@ -37,7 +37,7 @@ async def answer_live(batch: PreparedBatch) -> Answered:
     cache = batch.cache
     run = BatchRun(
         inputs,
-        lambda text: owner._arun_batch_item(text, output=spec, cache=cache),
+        lambda text: owner.arun_batch_item(text, output=spec, cache=cache),
         batch.done,
         batch.errors,
         checkpoint=batch.checkpoint,

@@ -1,21 +1,40 @@
 """``BatchOwner``: what running many items needs of the agent that owns them (a ``ChatAgent`` has all of it).
 
 A protocol, so that ``aiforge.batch`` never imports the agent: the agent imports the batch runner and hands
-itself to it (composition; nothing here is a base class).
+itself to it (composition; nothing here is a base class). It declares public members only: what every request
+of a batch carries is one frozen ``RequestContext`` the agent builds once.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 if TYPE_CHECKING:
     from aiforge.batch.results import BatchItem
     from aiforge.core.costs import CostTracker
     from aiforge.core.output import OutputSpec
     from aiforge.core.settings import AIForgeSettings
-    from aiforge.core.types import CallParams
+    from aiforge.core.types import CallParams, ToolSpec
     from aiforge.providers.base import Provider
     from aiforge.store import ResponseCache
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """What every request of an agent's batch carries besides the item: built once, with the agent."""
+
+    provider: Provider
+    """The agent's own provider (its ``complete``, ``score_labels``, ``batch_api``)."""
+    provider_name: str
+    model: str
+    settings: AIForgeSettings
+    system_prompt: str
+    """The fully resolved system prompt (tool instructions included when tools are prompted)."""
+    tools: tuple[ToolSpec, ...]
+    """The tool specs sent with every request (empty without tools)."""
+    params: CallParams
+    """The parameters of one item's call: the agent's own, as its live turns use them."""
 
 
 class BatchOwner(Protocol):
@@ -37,6 +56,11 @@ class BatchOwner(Protocol):
     def cost_tracker(self) -> CostTracker: ...
 
     @property
+    def request_context(self) -> RequestContext:
+        """The system prompt, tool specs and call parameters sent with every item."""
+        ...
+
+    @property
     def response_cache(self) -> ResponseCache | None:
         """The cache the ``CACHE`` setting names (None when off)."""
         ...
@@ -45,14 +69,16 @@ class BatchOwner(Protocol):
         """What one item's result is (``ChatResponse`` for a ``ChatAgent``)."""
         ...
 
-    def _request_context(self) -> tuple[str, list[Any]]:
-        """The system prompt and tool specs sent with every item."""
-        ...
-
-    def _call_params(self) -> CallParams:
-        """The parameters of one item's call (a ``ChatAgent``'s are its own, as its live turns use them)."""
-        ...
-
-    async def _arun_batch_item(self, text: str, *, output: OutputSpec | None, cache: ResponseCache | None) -> Any:
+    async def arun_batch_item(self, text: str, *, output: OutputSpec | None, cache: ResponseCache | None) -> Any:
         """One item, isolated from the others (a fresh conversation for a ``ChatAgent``)."""
         ...
+
+
+def is_batch_owner(value: object) -> TypeGuard[BatchOwner]:
+    """Whether ``value`` is an agent a batch can run on: one with a ``RequestContext`` and an item's run.
+
+    Reads no other member: a ``ChatAgent``'s ``response_cache`` would open its cache file.
+    """
+    return isinstance(getattr(value, "request_context", None), RequestContext) and callable(
+        getattr(value, "arun_batch_item", None)
+    )

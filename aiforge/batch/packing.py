@@ -43,7 +43,7 @@ PACKED_NAME = "packed_answers"
 
 def check_packable(owner: BatchOwner, pack: int) -> None:
     """Returns if ``owner``'s batch can send ``pack`` rows per request; a ``UsageError`` before any request if not."""
-    if pack > 1 and owner._request_context()[1]:
+    if pack > 1 and owner.request_context.tools:
         raise UsageError(
             f"pack={pack} cannot be used with tools: a packed request answers several rows at once and a tool "
             "call belongs to one row. Use pack=1 (the default) with this agent, or an agent without tools."
@@ -186,7 +186,7 @@ class Packer:
         self.stats.requests += 1
         self.stats.rows += len(indices)
         try:
-            reply = await self.owner._arun_batch_item(prompt, output=packed_spec(self.spec, len(indices)), cache=None)
+            reply = await self.owner.arun_batch_item(prompt, output=packed_spec(self.spec, len(indices)), cache=None)
         except Exception:  # noqa: BLE001 - every row is asked again alone, and fails there on its own if it must
             reply = None
         alone: list[tuple[int, Share]] = []
@@ -211,7 +211,7 @@ class Packer:
         for index, share in alone:
             self.stats.retried += 1
             try:
-                result = await self.owner._arun_batch_item(self.inputs[index], output=self.spec, cache=self.cache)
+                result = await self.owner.arun_batch_item(self.inputs[index], output=self.spec, cache=self.cache)
             except Exception as exc:  # noqa: BLE001 - recorded as this row's failure
                 yield index, exc
             else:

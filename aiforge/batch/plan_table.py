@@ -108,7 +108,7 @@ def _batch_api(owner: BatchOwner, texts: list[str], pricer: ItemPricer, dedup: b
         share = owner.provider.batch_api().discount  # builds the client side only: no request
     except ProviderError:
         return Plan("batch_api", available=False, note=f"n/a: the {owner.provider_name} provider has no Batch API")
-    if owner._request_context()[1]:
+    if owner.request_context.tools:
         return Plan("batch_api", available=False, note="n/a: a Batch API job cannot run the agent's tools")
     input_tokens = sum(pricer.input_tokens(text) for text in texts)
     output_tokens = len(texts) * pricer.output_tokens
@@ -123,7 +123,7 @@ def _batch_api(owner: BatchOwner, texts: list[str], pricer: ItemPricer, dedup: b
 def _packed(
     owner: BatchOwner, prompts: BatchPrompts, options: BatchOptions, leads: list[int], pricer: ItemPricer
 ) -> Plan:
-    system_prompt, tools = owner._request_context()
+    system_prompt, tools = owner.request_context.system_prompt, owner.request_context.tools
     if tools:
         return Plan("packed", available=False, note="n/a: rows cannot be packed with tools")
     k = options.pack if options.pack > 1 else SUGGESTED_PACK

@@ -104,7 +104,7 @@ def prepare(owner: BatchOwner, items: Any, options: BatchOptions, *, resume: boo
         )
     cache = owner.response_cache if options.cache is None else open_cache(options.cache)
     # Decided once here too: LABELS_BY=scoring that cannot score is a UsageError before any call.
-    scored = scored_labels(owner.provider, owner.settings, options.output, tools=bool(owner._request_context()[1]))
+    scored = scored_labels(owner.provider, owner.settings, options.output, tools=bool(owner.request_context.tools))
     check_calibration(options, scored)
     options = unpacked_if_scored(options, scored, owner.settings.LABELS_BY)
     identity = batch_identity(owner, prompts.texts, options.output, scored=scored is not None)

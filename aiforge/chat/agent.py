@@ -14,6 +14,7 @@ from aiforge.batch.identity import open_cache
 from aiforge.batch.label_scoring import scored_labels
 from aiforge.batch.options import BatchArguments, BatchOptions
 from aiforge.batch.orchestrator import run_items, run_items_sync
+from aiforge.batch.owner import RequestContext
 from aiforge.chat.arguments import check_agent_options, checked_positive
 from aiforge.chat.cached_turns import TurnKeyBase
 from aiforge.chat.graph import build_chat_graph
@@ -26,12 +27,12 @@ from aiforge.chat.sessions import chat_store
 from aiforge.chat.setup import AgentSetup
 from aiforge.chat.structured import output_spec
 from aiforge.chat.tool_runner import ToolInterrupted, Toolset
-from aiforge.chat.turn import agent_turn
+from aiforge.chat.turn import TurnSetup, agent_turn
 from aiforge.core.aio import iterate_sync, run_sync
 from aiforge.core.costs import CostTracker
 from aiforge.core.settings import check_overrides
 from aiforge.core.templates import RowTemplate
-from aiforge.core.types import CallParams, Message
+from aiforge.core.types import Message
 from aiforge.providers.prompted import with_tool_instructions
 
 if TYPE_CHECKING:
@@ -87,14 +88,22 @@ class ChatAgent:
         self.cost_tracker = CostTracker()
 
         self.native_tools = setup.native_tools(native_tools)
-        self._base_prompt = system_prompt or self.settings.chat.system_prompt or DEFAULT_SYSTEM_PROMPT
-        self._runtime = setup.runtime(toolset, self.native_tools, self.cost_tracker)
-        self._key_base = TurnKeyBase.of(self._runtime, self.provider.base_url, native_tools=self.native_tools)
-        self._graph = build_chat_graph()
-        # route, then execute_tool + process_result per round: never let LangGraph's own step
-        # limit (configurable by environment) end a turn before max_tool_iterations does.
-        self._steps = 2 * self.max_tool_iterations + 3
+        base_prompt = system_prompt or self.settings.chat.system_prompt or DEFAULT_SYSTEM_PROMPT
+        runtime = setup.runtime(toolset, self.native_tools, self.cost_tracker)
         self._store = chat_store(self.settings, session, log=log)
+        self._turns = TurnSetup(
+            runtime=runtime, graph=build_chat_graph(),
+            key_base=TurnKeyBase.of(runtime, self.provider.base_url, native_tools=self.native_tools),
+            # route, then execute_tool + process_result per round: never let LangGraph's own step
+            # limit (configurable by environment) end a turn before max_tool_iterations does.
+            steps=2 * self.max_tool_iterations + 3, base_prompt=base_prompt, store=self._store,
+        )
+        specs = runtime.toolset.specs
+        self._request = RequestContext(
+            self.provider, self.provider_name, self.model, self.settings,
+            with_tool_instructions(base_prompt, specs) if specs and not self.native_tools else base_prompt,
+            tuple(specs or ()), runtime.params,
+        )
         self._conversation = (self._store and self._store.conversation) or Conversation()
         self.last_response: ChatResponse | None = None
         """The response of the most recent turn, streamed turns included."""
@@ -102,10 +111,12 @@ class ChatAgent:
     @property
     def system_prompt(self) -> str:
         """The fully resolved system prompt (tool instructions included when prompted)."""
-        specs = self._runtime.toolset.specs
-        if specs and not self.native_tools:
-            return with_tool_instructions(self._base_prompt, specs)
-        return self._base_prompt
+        return self._request.system_prompt
+
+    @property
+    def request_context(self) -> RequestContext:
+        """What every request of a batch carries: provider, model, settings, system prompt, tool specs, params."""
+        return self._request
 
     @property
     def conversation_id(self) -> str:
@@ -139,9 +150,8 @@ class ChatAgent:
     async def achat(self, message: str, *, system_prompt: str | None = None, output: Any = None) -> ChatResponse:
         """Async version of ``chat``."""
         try:
-            return await agent_turn(
-                self, self._conversation, message, system_prompt, emit=None, output=output, cache=self.response_cache
-            )
+            return await agent_turn(self, self._turns, self._conversation, message, system_prompt, emit=None,
+                                    output=output, cache=self.response_cache)
         except ToolInterrupted as exc:
             raise exc.original from None
 
@@ -165,9 +175,8 @@ class ChatAgent:
         """The streamed turn as one object: ``async for delta in s``, then ``s.response``."""
         spec = output_spec(output)
         return TurnStream(
-            lambda emit: agent_turn(
-                self, self._conversation, message, system_prompt, emit=emit, output=spec, cache=self.response_cache
-            )
+            lambda emit: agent_turn(self, self._turns, self._conversation, message, system_prompt, emit=emit,
+                                    output=spec, cache=self.response_cache)
         )
 
     def achat_stream(
@@ -268,19 +277,13 @@ class ChatAgent:
         """What one batch item gives (a batch row is ``ChatResponse.to_row``)."""
         return ChatResponse
 
-    def _request_context(self) -> tuple[str, list[Any]]:
-        return self.system_prompt, list(self._runtime.toolset.specs or ())
-
-    def _call_params(self) -> CallParams:
-        return self._runtime.params  # the agent's own, as its live turns use them
-
-    async def _arun_batch_item(
+    async def arun_batch_item(
         self, text: str, *, output: Any = None, cache: ResponseCache | None = None
     ) -> ChatResponse:
         """One batch item in a fresh conversation (no memory shared); a label output scored where ``LABELS_BY`` says."""
         labels = scored_labels(self.provider, self.settings, output_spec(output), tools=bool(self.tools))
-        return await agent_turn(self, Conversation(), text, None, emit=None, output=output, remember=False, cache=cache,
-                                labels=labels)
+        return await agent_turn(self, self._turns, Conversation(), text, None, emit=None, output=output,
+                                remember=False, cache=cache, labels=labels)
 
     def reset(self) -> None:
         """Clear the conversation (the system prompt stays) and start a new conversation id.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aiforge.chat.arguments import checked_message
@@ -34,15 +34,24 @@ if TYPE_CHECKING:
     from aiforge.store import ResponseCache
 
 
-class TurnOwner(Protocol):
-    """What a turn reads of its agent (a ``ChatAgent``): its runtime, graph, memory settings and store."""
+@dataclass(frozen=True, slots=True)
+class TurnSetup:
+    """What every turn of one agent runs on besides its conversation: built once, with the agent."""
 
-    _runtime: AgentRuntime
-    _graph: Any
-    _key_base: TurnKeyBase
-    _steps: int
-    _store: ChatStore | None
-    _base_prompt: str
+    runtime: AgentRuntime
+    graph: Any
+    """The compiled LangGraph loop (``graph.build_chat_graph``)."""
+    key_base: TurnKeyBase
+    steps: int
+    """LangGraph's recursion limit: never below what ``max_tool_iterations`` needs."""
+    base_prompt: str
+    store: ChatStore | None
+    """The session and the turn log (None when both are off)."""
+
+
+class TurnOwner(Protocol):
+    """What a turn reads of its agent (a ``ChatAgent``): its public settings; the rest is its ``TurnSetup``."""
+
     provider: Provider
     """The agent's own provider (its ``score_labels``), not the graph's view of it."""
     model: str
@@ -54,11 +63,13 @@ class TurnOwner(Protocol):
     last_response: ChatResponse | None
 
 
-def context_of(agent: TurnOwner, conversation: Conversation, system_prompt: str | None) -> list[Message]:
+def context_of(
+    agent: TurnOwner, setup: TurnSetup, conversation: Conversation, system_prompt: str | None
+) -> list[Message]:
     """What the model sees before the new message: system prompt, summary, and the history memory keeps."""
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise UsageError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
-    head: list[Message] = [{"role": "system", "content": system_prompt or agent._base_prompt}]
+    head: list[Message] = [{"role": "system", "content": system_prompt or setup.base_prompt}]
     if conversation.summary:
         head.append({"role": "system", "content": SUMMARY_PREFIX + conversation.summary})
     if agent.memory_mode == "none":
@@ -68,6 +79,7 @@ def context_of(agent: TurnOwner, conversation: Conversation, system_prompt: str 
 
 async def agent_turn(
     agent: TurnOwner,
+    setup: TurnSetup,
     conversation: Conversation,
     message: str,
     system_prompt: str | None,
@@ -85,35 +97,39 @@ async def agent_turn(
     """
     checked_message(message)
     spec = output_spec(output)
-    telemetry = agent._runtime.telemetry
+    telemetry = setup.runtime.telemetry
     if telemetry is None:
-        return await _turn_of(agent, conversation, system_prompt, message, emit, spec, remember, cache, labels)
-    params = replace(agent._runtime.params, output=spec)
+        return await _turn_of(agent, setup, conversation, system_prompt, message, emit, spec, remember, cache, labels)
+    params = replace(setup.runtime.params, output=spec)
     user: list[Message] = [{"role": "user", "content": message}]
     with otel.agent_scope(telemetry, params, conversation_id=conversation.id, messages=user) as span:
-        response = await _turn_of(agent, conversation, system_prompt, message, emit, spec, remember, cache, labels)
+        response = await _turn_of(
+            agent, setup, conversation, system_prompt, message, emit, spec, remember, cache, labels
+        )
         otel.end_turn(span, telemetry, response)
     return response
 
 
 async def _turn_of(
-    agent: TurnOwner, conversation: Conversation, system_prompt: str | None, message: str,
+    agent: TurnOwner, setup: TurnSetup, conversation: Conversation, system_prompt: str | None, message: str,
     emit: Callable[[str | ToolEvent], None] | None, spec: OutputSpec | None, remember: bool,
     cache: ResponseCache | None, labels: Mapping[str, Any] | None,
 ) -> ChatResponse:
     started = time.perf_counter()
     async with conversation.lock:
-        if remember and agent._store is not None:
-            agent._store.refresh(conversation)
-        params = replace(agent._runtime.params, output=spec) if spec is not None else None
-        turn = Turn(agent._runtime, conversation.id, emit, params=params)
-        context = context_of(agent, conversation, system_prompt)
+        if remember and setup.store is not None:
+            setup.store.refresh(conversation)
+        params = replace(setup.runtime.params, output=spec) if spec is not None else None
+        turn = Turn(setup.runtime, conversation.id, emit, params=params)
+        context = context_of(agent, setup, conversation, system_prompt)
         user: Message = {"role": "user", "content": message}
-        key_base = agent._key_base if labels is None else agent._key_base.scored()
+        key_base = setup.key_base if labels is None else setup.key_base.scored()
         cached = None if cache is None else lookup(cache, key_base, [*context, user], spec)
         if cached is not None and cached.outcome is not None:
             turn.emit_text(cached.outcome.reply)
-            return await _finish(agent, conversation, context, user, cached.outcome, turn, started, remember)
+            return await _finish(
+                agent, setup.store, conversation, context, user, cached.outcome, turn, started, remember
+            )
         if labels is not None:
             outcome = await scored_outcome(turn, agent.provider, [*context, user], labels)
         else:
@@ -123,16 +139,16 @@ async def _turn_of(
             )
             # Nothing is stored until the graph has finished: an error or a cancellation
             # leaves the conversation exactly as it was before the turn.
-            config = {"configurable": {"turn": turn}, "recursion_limit": agent._steps}
-            outcome = await run_turn(agent._graph, state, config, spec, agent.output_retries)
+            config = {"configurable": {"turn": turn}, "recursion_limit": setup.steps}
+            outcome = await run_turn(setup.graph, state, config, spec, agent.output_retries)
         if cached is not None:
             cached.store(outcome, turn.cost)
-        return await _finish(agent, conversation, context, user, outcome, turn, started, remember)
+        return await _finish(agent, setup.store, conversation, context, user, outcome, turn, started, remember)
 
 
 async def _finish(
-    agent: TurnOwner, conversation: Conversation, context: list[Message], user: Message, outcome: TurnOutcome,
-    turn: Turn, started: float, remember: bool,
+    agent: TurnOwner, store: ChatStore | None, conversation: Conversation, context: list[Message], user: Message,
+    outcome: TurnOutcome, turn: Turn, started: float, remember: bool,
 ) -> ChatResponse:
     """Commit the turn to history (and memory), save its session, log it; the conversation lock is held."""
     if remember and agent.memory_mode != "none":
@@ -141,12 +157,12 @@ async def _finish(
             conversation, history, mode=agent.memory_mode, k=agent.memory_k, turn=turn, trace=outcome.trace
         )
         conversation.history = history
-        if agent._store is not None:
+        if store is not None:
             keep = agent.memory_k if agent.memory_mode == "buffer" else None
-            agent._store.commit(conversation, agent.memory_mode, [user, *outcome.produced], keep)
+            store.commit(conversation, agent.memory_mode, [user, *outcome.produced], keep)
     response = _response(agent, conversation, outcome, turn, started)
-    if agent._store is not None:
-        agent._store.record(response, [*context, user], outcome.produced, remember=remember)
+    if store is not None:
+        store.record(response, [*context, user], outcome.produced, remember=remember)
     agent.last_response = response
     return response
 

@@ -166,7 +166,7 @@ def reduce_groups(
     """
     options = dict(options or {})
     spec = None if output is None else OutputSpec.of(output)
-    system_prompt, tools = agent._request_context()
+    system_prompt, tools = agent.request_context.system_prompt, agent.request_context.tools
     budget = ChunkBudget.of(
         agent_context_window(agent), instruction, system_prompt=system_prompt, tools=tools,
         schema=None if spec is None else spec.wire_schema, max_tokens=agent.settings.MAX_TOKENS,

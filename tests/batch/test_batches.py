@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from aiforge.batch.options import BatchOptions
 from aiforge.batch.orchestrator import run_items_sync
+from aiforge.batch.owner import RequestContext
 from aiforge.chat.agent import ChatAgent
 from aiforge.chat.response import BATCH_COLUMNS
 from aiforge.chat.setup import AgentSetup
@@ -238,13 +239,13 @@ class Measure:
     def result_type(self) -> type:
         return Length
 
-    def _request_context(self) -> tuple[str, list[Any]]:
-        return "", []
+    @property
+    def request_context(self) -> RequestContext:
+        return RequestContext(
+            self.provider, self.provider_name, self.model, self.settings, "", (), CallParams(model=self.model)
+        )
 
-    def _call_params(self) -> CallParams:
-        return CallParams(model=self.model)
-
-    async def _arun_batch_item(self, text: str, *, output: Any = None, cache: Any = None) -> Length:
+    async def arun_batch_item(self, text: str, *, output: Any = None, cache: Any = None) -> Length:
         if text == "boom":
             raise ValueError("no length")
         return Length(len(text), input_tokens=len(text))

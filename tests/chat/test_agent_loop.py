@@ -48,7 +48,7 @@ def test_graph_is_compiled_once_and_shared_by_agents() -> None:
     first = ChatAgent(provider=ScriptedProvider())
     second = ChatAgent(provider=ScriptedProvider())
 
-    assert first._graph is second._graph is build_chat_graph()
+    assert first._turns.graph is second._turns.graph is build_chat_graph()
 
 
 def test_state_accumulates_results_trace_and_tokens_with_operator_add() -> None:

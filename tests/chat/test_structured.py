@@ -276,7 +276,7 @@ def test_a_retry_after_tools_keeps_the_tool_units_and_drops_the_failed_reply(cal
 async def test_a_batch_item_with_output_is_a_fresh_structured_turn() -> None:
     agent, fake = scripted(GOOD)
 
-    response = await agent._arun_batch_item("Loved it", output=Review)
+    response = await agent.arun_batch_item("Loved it", output=Review)
 
     assert response.output.rating == 5
     assert fake.calls[0].messages[1:] == [{"role": "user", "content": "Loved it"}]

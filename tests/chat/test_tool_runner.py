@@ -38,7 +38,7 @@ async def double(x: int) -> int:
 
 
 def spec_of(agent: ChatAgent, name: str) -> dict:
-    return next(s for s in agent._runtime.toolset.specs if s["name"] == name)
+    return next(s for s in agent.request_context.tools if s["name"] == name)
 
 
 def test_name_description_and_argument_docs_come_from_the_function() -> None:

@@ -37,7 +37,7 @@ def _most_repeats(text: str) -> int:
 
 def test_the_readme_example_answers_paris_at_the_defaults() -> None:
     agent = ChatAgent(provider="local")
-    assert agent._runtime.params.temperature is None  # the measured default applies
+    assert agent.request_context.params.temperature is None  # the measured default applies
     answers = set()
     for _ in range(3):
         agent.reset()
@@ -47,8 +47,8 @@ def test_the_readme_example_answers_paris_at_the_defaults() -> None:
 
 
 def test_an_explicit_temperature_wins() -> None:
-    assert ChatAgent(provider="local", TEMPERATURE=0.7)._runtime.params.temperature == 0.7
-    assert ChatAgent(provider="local", TEMPERATURE=0.0)._runtime.params.temperature == 0.0
+    assert ChatAgent(provider="local", TEMPERATURE=0.7).request_context.params.temperature == 0.7
+    assert ChatAgent(provider="local", TEMPERATURE=0.0).request_context.params.temperature == 0.0
 
 
 def test_long_answers_never_repeat_a_sentence_more_than_twice() -> None:

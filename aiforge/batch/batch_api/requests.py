@@ -43,12 +43,12 @@ def call_params(module: BatchOwner, spec: OutputSpec | None) -> CallParams:
 
     No ``SERVICE_TIER``: a Batch API job runs at the batch tier, priced at its Batch API's ``discount``.
     """
-    return dataclasses.replace(module._call_params(), output=spec, service_tier=None)
+    return dataclasses.replace(module.request_context.params, output=spec, service_tier=None)
 
 
 def batch_requests(module: BatchOwner, texts: dict[int, str], params: CallParams) -> list[BatchRequest]:
     """One request per item to send, keyed by position; ``UsageError`` for an agent with tools."""
-    system_prompt, tools = module._request_context()
+    system_prompt, tools = module.request_context.system_prompt, module.request_context.tools
     if tools:
         raise UsageError(
             f"submit_batch sends one model call per item and cannot run {type(module).__name__}'s tools "

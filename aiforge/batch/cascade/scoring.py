@@ -87,13 +87,14 @@ def scorer_of(first: BatchOwner | str, strong: BatchOwner, spec: OutputSpec) -> 
             raise _cannot_score(LOCAL)
         # The strong agent's MODEL names its own model, which the embedded one would warn it ignores.
         provider = create_provider(strong.settings.model_copy(update={"MODEL": None}), LOCAL)
-        system_prompt, params = strong._request_context()[0], CallParams(model=provider.default_model, output=spec)
+        system_prompt = strong.request_context.system_prompt
+        params = CallParams(model=provider.default_model, output=spec)
         price: Callable[[LabelScores], float] = lambda scores: 0.0  # noqa: E731 - the embedded model is free
     else:
         assert not isinstance(first, str)
         agent = first
-        provider, system_prompt = agent.provider, agent._request_context()[0]
-        params = dataclasses.replace(agent._call_params(), output=spec)
+        provider, system_prompt = agent.provider, agent.request_context.system_prompt
+        params = dataclasses.replace(agent.request_context.params, output=spec)
 
         def price(scores: LabelScores) -> float:
             return agent.cost_tracker.record(
@@ -117,11 +118,11 @@ def _cannot_score(name: str) -> UsageError:
 def first_pass_pricer(first: BatchOwner | str, strong: BatchOwner) -> ItemPricer:
     """What scoring one row costs ``first`` (an agent, or ``"local"``, which is free), counted before any request."""
     if first == LOCAL:
-        model, system_prompt, settings = LOCAL, strong._request_context()[0], strong.settings
+        model, system_prompt, settings = LOCAL, strong.request_context.system_prompt, strong.settings
         free = builtin_class(LOCAL).free  # read from the class: nothing loads
     else:
         assert not isinstance(first, str)
-        model, system_prompt, settings = first.model, first._request_context()[0], first.settings
+        model, system_prompt, settings = first.model, first.request_context.system_prompt, first.settings
         free = first.provider.free
     return item_pricer(
         model=model, system_prompt=system_prompt, extras=[], max_tokens=SCORING_OUTPUT_TOKENS, free=free,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from aiforge.batch.cascade.threshold import fewest_rows
+from aiforge.batch.owner import is_batch_owner
 from aiforge.core.types import UsageError
 
 if TYPE_CHECKING:
@@ -56,15 +57,10 @@ class Cascade:
                 f"confidence={self.confidence:g}: the first threshold tested needs {needed} sample rows "
                 f"(sample >= {needed}; the default is 200)"
             )
-        if not (self.first == LOCAL or _is_agent(self.first)):
+        if not (self.first == LOCAL or is_batch_owner(self.first)):
             raise UsageError(f'Cascade(first=...) takes an agent (a ChatAgent) or "local", got {self.first!r}')
-        if self.then is not None and not _is_agent(self.then):
+        if self.then is not None and not is_batch_owner(self.then):
             raise UsageError(f"Cascade(then=...) takes an agent (a ChatAgent) or None, got {self.then!r}")
         if self.truth is not None and not isinstance(self.truth, str):
             raise UsageError(f"Cascade(truth=...) names the DataFrame column of your labels, got {self.truth!r}")
 
-
-def _is_agent(value: object) -> bool:
-    return not isinstance(value, str | type) and all(
-        hasattr(value, name) for name in ("provider", "_request_context", "_call_params", "_arun_batch_item")
-    )
