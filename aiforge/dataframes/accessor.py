@@ -413,7 +413,7 @@ class DataFrameOperations(_Operations):
         *,
         suffixes: tuple[str | None, str | None] = ("_x", "_y"),
         strategy: str = "auto",
-        k: int = DEFAULT_K,
+        candidates: int = DEFAULT_K,
         multiple: bool = True,
         agent: ChatAgent | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
@@ -423,8 +423,8 @@ class DataFrameOperations(_Operations):
 
         ``tickets.aiforge.join(products, "Does the ticket {left.text} concern {right.name}?", how="left")``: fields
         name a side and a column. Up to ``semantic.join.CLASSIFY_MAX_RIGHT`` distinct right rows, each left row is
-        one classification over them (``strategy="classify"``); above, the ``k`` nearest right rows by embedding
-        are each asked yes/no (``"candidates"``). ``how`` and ``suffixes`` are ``merge``'s; the index is a
+        one classification over them (``strategy="classify"``); above, the ``candidates`` nearest right rows by
+        embedding are each asked yes/no (``"candidates"``). ``how`` and ``suffixes`` are ``merge``'s; the index is a
         ``MultiIndex`` ``("left", "right")`` of both rows' labels. ``.attrs["aiforge"]`` is a ``JoinReport``
         (requests, cost, failures). See ``aiforge.semantic.join``.
         """
@@ -432,8 +432,8 @@ class DataFrameOperations(_Operations):
             hint = " (a Series: right.to_frame())" if isinstance(right, pd.Series) else ""
             raise UsageError(f"join: the right side is a DataFrame, got {type(right).__name__}{hint}.")
         return semantic_join(
-            self._data, right, prompt, how=how, suffixes=suffixes, strategy=strategy, k=k, multiple=multiple,
-            agent=agent, concurrency=concurrency, **settings,
+            self._data, right, prompt, how=how, suffixes=suffixes, strategy=strategy, candidates=candidates,
+            multiple=multiple, agent=agent, concurrency=concurrency, **settings,
         )
 
 

@@ -46,3 +46,9 @@ def test_agent_passed_by_position_is_refused_by_python() -> None:
 def test_an_option_still_reaches_run_batch_through_the_settings() -> None:
     with pytest.raises(UsageError, match="max_cost must be a number"):
         FRAME.aiforge.map("Say {review}", provider="scripted", max_cost=-1)
+
+
+def test_join_names_candidates_when_given_topks_k() -> None:
+    right = pd.DataFrame({"name": ["a"]})
+    with pytest.raises(UsageError, match=r"join: k= is now candidates= .*candidates=3"):
+        FRAME.aiforge.join(right, "{left.review} / {right.name}?", k=3, provider="scripted")
