@@ -143,7 +143,7 @@ def _measured(left: pd.DataFrame, right: pd.DataFrame, truth: set[tuple[str, str
     with LLMServer(strict=True, default=lambda request: Reply(output={"value": answer(request.last_user_text)})) as srv:
         agent = ChatAgent(provider="openai", OPENAI_API_KEY=API_KEY, OPENAI_BASE_URL=srv.openai_base_url,
                           MODEL=OPENAI_MODEL, MAX_RETRIES=0, memory="none", PROGRESS_BAR=False)
-        joined = left.aiforge.join(right, PROMPT, agent=agent, strategy=strategy, k=k or 5, concurrency=16)
+        joined = left.aiforge.join(right, PROMPT, agent=agent, strategy=strategy, candidates=k or 5, concurrency=16)
         embedding = sum(request.path.endswith("/embeddings") for request in srv.requests)
         chat = srv.request_count - embedding
     report = joined.attrs["aiforge"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import difflib
+import inspect
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from aiforge.batch.cascade.spec import Cascade
 from aiforge.batch.plans import RUN_PLANS, deadline_seconds
@@ -52,6 +54,9 @@ class BatchArguments(TypedDict, total=False):
     calibrate: bool
 
 
+DEFAULT_CONCURRENCY = 10
+"""Requests in flight at once, the one default of every operation (rows, chunks, comparisons, embeddings)."""
+
 BATCH_ARGUMENTS = tuple(BatchArguments.__annotations__)
 """The names ``run_batch`` takes as ``**options``, in the order they are documented."""
 
@@ -73,7 +78,7 @@ def batch_options(settings: dict[str, Any], names: Sequence[str] = OPERATION_OPT
 class BatchOptions:
     """``run_batch``'s arguments after the items: see ``ChatAgent.arun_batch`` for what each one does."""
 
-    concurrency: int = 10
+    concurrency: int = DEFAULT_CONCURRENCY
     max_batch: int = 100
     output: OutputSpec | None = None
     prompt: str | RowTemplate | None = None
@@ -129,3 +134,36 @@ class BatchOptions:
                 f"(it takes concurrency, max_batch, {', '.join(BATCH_ARGUMENTS)})"
             )
         return cls(output=None if output is None else OutputSpec.of(output), **options)
+
+
+_Operation = TypeVar("_Operation", bound=Callable[..., Any])
+
+
+def with_options(operation: _Operation) -> _Operation:
+    """``operation`` whose signature lists each of ``OPERATION_OPTIONS`` as a keyword with its type and default.
+
+    The options are declared once (``BatchOptions``' fields); an operation takes them in ``**settings`` and pops
+    them with ``batch_options``, so ``help(df.aiforge.map)``, ``inspect.signature`` and Jupyter's Shift-Tab show
+    them before ``**settings`` without each operation repeating them. A new field of ``BatchOptions`` (and
+    ``BatchArguments``) reaches every operation so decorated.
+    """
+    signature = inspect.signature(operation)
+    parameters = list(signature.parameters.values())
+    rest = [p for p in parameters if p.kind is inspect.Parameter.VAR_KEYWORD]
+    named = [p for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    taken = {p.name for p in named}
+    fields = {field.name: field for field in dataclasses.fields(BatchOptions)}
+    added = [
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=fields[name].default, annotation=fields[name].type
+        )
+        for name in OPERATION_OPTIONS
+        if name not in taken
+    ]
+    operation.__dict__["__signature__"] = signature.replace(parameters=[*named, *added, *rest])
+    lines = "\n".join(f"    {p.name}: {p.annotation} = {p.default!r}" for p in added)
+    operation.__doc__ = (
+        f"{operation.__doc__ or ''}\n\nBatch options (``aiforge.batch.options.BatchArguments``; the other keywords "
+        f"are the agent's settings, ``provider=``, ``MODEL=``...):\n\n{lines}\n"
+    )
+    return operation

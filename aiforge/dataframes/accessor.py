@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 import pandas as pd
 
 from aiforge.batch.cascade import Cascade
-from aiforge.batch.options import batch_options
+from aiforge.batch.options import DEFAULT_CONCURRENCY, batch_options, with_options
 from aiforge.batch.results import BatchResult
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
@@ -66,24 +66,28 @@ class _Operations:
     def __init__(self, data: pd.DataFrame | pd.Series) -> None:
         self._data = data
 
+    @with_options
     def map(
         self,
         prompt: str,
         output: Any = None,
+        *,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.DataFrame:
         """A DataFrame on the input's index: one text column ``response``, or the fields of ``output``."""
         batch = self._run(prompt, output, agent, concurrency, settings)
         return _attach(_columns(batch), batch)
 
+    @with_options
     def classify(
         self,
         prompt: str,
         labels: Sequence[str],
+        *,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.Series:
         """A categorical Series ``label`` of ``labels``: the answer constrained to them, or scored (``LABELS_BY``)."""
@@ -91,11 +95,13 @@ class _Operations:
         batch = self._run(prompt, Literal[labels], agent, concurrency, settings)
         return _attach(_columns(batch)[OUTPUT_COLUMN].rename(LABEL_COLUMN), batch)
 
+    @with_options
     def filter(
         self,
         prompt: str,
+        *,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.DataFrame | pd.Series:
         """The rows for which the model answers true (a boolean output); failed rows are left out."""
@@ -108,9 +114,10 @@ class _Operations:
         prompt: str,
         k: int,
         method: str = "listwise",
+        *,
         agent: ChatAgent | None = None,
         window: int = 10,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.DataFrame:
         """The ``k`` rows that best satisfy ``prompt``, best first, with a ``rank`` column (1..k), on their index.
@@ -137,8 +144,9 @@ class _Operations:
         prompt: str,
         by: None = None,
         output: None = None,
+        *,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> AggText: ...
 
@@ -150,7 +158,7 @@ class _Operations:
         *,
         output: type[_Answer],
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> _Answer: ...
 
@@ -160,8 +168,9 @@ class _Operations:
         prompt: str,
         by: str | list[Any],
         output: Any = None,
+        *,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.Series: ...
 
@@ -171,8 +180,9 @@ class _Operations:
         prompt: str,
         by: Any = None,
         output: Any = None,
+        *,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> Any: ...
 
@@ -181,8 +191,9 @@ class _Operations:
         prompt: str,
         by: Any = None,
         output: Any = None,
+        *,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> Any:
         """One answer for all the rows, reduced level by level under ``CONTEXT_WINDOW``; with ``by``, one per group.
@@ -199,6 +210,7 @@ class _Operations:
 
         return agg_answer(self._data, prompt, by, output, agent, concurrency, settings)
 
+    @with_options
     def judge(
         self,
         criteria: str | Mapping[int, str],
@@ -206,8 +218,9 @@ class _Operations:
         template: str | None = None,
         output: Any = None,
         scale: tuple[int, int] | None = None,
+        *,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.DataFrame:
         """Each row's text scored against a rubric: columns ``score`` (an int on ``scale``, 1-5 by default) and
@@ -283,12 +296,14 @@ class DataFrameOperations(_Operations):
 
     _data: pd.DataFrame
 
+    @with_options
     def extract(
         self,
         column: str,
         output: Any = None,
+        *,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.DataFrame:
         """The fields of ``output`` (a type) extracted from the text column ``column``, on the frame's index."""
@@ -307,7 +322,7 @@ class DataFrameOperations(_Operations):
         confirm: bool | tuple[float, float] = False,
         prompt: str | None = None,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.Series:
         """``duplicate_of``: for each row, the index label of the first row of its group of near-duplicates.
@@ -344,11 +359,11 @@ class DataFrameOperations(_Operations):
     def embed(
         self,
         column: str,
-        agent: ChatAgent | None = None,
         *,
+        agent: ChatAgent | None = None,
         model: str | None = None,
         cache: Any = None,
-        concurrency: int = 4,
+        concurrency: int = DEFAULT_CONCURRENCY,
         batch_size: int | None = None,
         **settings: Any,
     ) -> pd.Series:
@@ -372,7 +387,7 @@ class DataFrameOperations(_Operations):
         labels: Sequence[str] | None = None,
         output: Any = None,
         metric: Callable[[Any, Any], bool | float] | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         checkpoint: str | os.PathLike[str] | None = None,
         **options: Any,
     ) -> EvalResult:
@@ -398,18 +413,18 @@ class DataFrameOperations(_Operations):
         *,
         suffixes: tuple[str | None, str | None] = ("_x", "_y"),
         strategy: str = "auto",
-        k: int = DEFAULT_K,
+        candidates: int = DEFAULT_K,
         multiple: bool = True,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.DataFrame:
         """The row pairs the model says ``prompt`` holds for, merged as ``pd.merge`` does, without n x m calls.
 
         ``tickets.aiforge.join(products, "Does the ticket {left.text} concern {right.name}?", how="left")``: fields
         name a side and a column. Up to ``semantic.join.CLASSIFY_MAX_RIGHT`` distinct right rows, each left row is
-        one classification over them (``strategy="classify"``); above, the ``k`` nearest right rows by embedding
-        are each asked yes/no (``"candidates"``). ``how`` and ``suffixes`` are ``merge``'s; the index is a
+        one classification over them (``strategy="classify"``); above, the ``candidates`` nearest right rows by
+        embedding are each asked yes/no (``"candidates"``). ``how`` and ``suffixes`` are ``merge``'s; the index is a
         ``MultiIndex`` ``("left", "right")`` of both rows' labels. ``.attrs["aiforge"]`` is a ``JoinReport``
         (requests, cost, failures). See ``aiforge.semantic.join``.
         """
@@ -417,8 +432,8 @@ class DataFrameOperations(_Operations):
             hint = " (a Series: right.to_frame())" if isinstance(right, pd.Series) else ""
             raise UsageError(f"join: the right side is a DataFrame, got {type(right).__name__}{hint}.")
         return semantic_join(
-            self._data, right, prompt, how=how, suffixes=suffixes, strategy=strategy, k=k, multiple=multiple,
-            agent=agent, concurrency=concurrency, **settings,
+            self._data, right, prompt, how=how, suffixes=suffixes, strategy=strategy, candidates=candidates,
+            multiple=multiple, agent=agent, concurrency=concurrency, **settings,
         )
 
 
@@ -428,11 +443,13 @@ class SeriesOperations(_Operations):
 
     _data: pd.Series
 
+    @with_options
     def extract(
         self,
         output: Any,
+        *,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.DataFrame:
         """The fields of ``output`` (a type) extracted from each text value, on the Series' index."""
@@ -445,7 +462,7 @@ class SeriesOperations(_Operations):
         confirm: bool | tuple[float, float] = False,
         prompt: str | None = None,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.Series:
         """``duplicate_of`` of each value: the index label of its near-duplicate group's first row; see
@@ -464,11 +481,11 @@ class SeriesOperations(_Operations):
 
     def embed(
         self,
-        agent: ChatAgent | None = None,
         *,
+        agent: ChatAgent | None = None,
         model: str | None = None,
         cache: Any = None,
-        concurrency: int = 4,
+        concurrency: int = DEFAULT_CONCURRENCY,
         batch_size: int | None = None,
         **settings: Any,
     ) -> pd.Series:
@@ -529,8 +546,9 @@ class GroupByOperations:
         self,
         prompt: str,
         output: Any = None,
+        *,
         agent: ChatAgent | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.Series:
         """One answer per group, a Series on the groupby's keys (a MultiIndex for several), ``dropna`` and

@@ -166,7 +166,7 @@ class DaskOperations:
         ids, report = dask_duplicate_ids(self._data[column], settings, request)
         return _attach(ids, report)
 
-    def embed(self, column: str, concurrency: int = 4, **settings: Any) -> dd.Series:
+    def embed(self, column: str, concurrency: int = 10, **settings: Any) -> dd.Series:
         """A lazy Series ``<column>_embedding`` of float32 vectors (None for a missing value), per partition.
 
         The pandas accessor's ``embed`` on each partition with this process's agent (``partition.process_agent``);

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from aiforge.batch.options import DEFAULT_CONCURRENCY as OPERATIONS_CONCURRENCY
 from aiforge.chat.arguments import checked_positive
 from aiforge.core.aio import run_sync
 from aiforge.core.pricing import price_of
@@ -39,8 +40,8 @@ if TYPE_CHECKING:
 CacheOption = bool | str | os.PathLike[str] | None
 """``cache=``: None uses the agent's ``CACHE`` setting; False off; True, a path or ``"memory"`` name a cache."""
 
-DEFAULT_CONCURRENCY = 4
-"""Embedding requests in flight at once: each carries up to thousands of texts, so a few keep a server busy."""
+DEFAULT_CONCURRENCY = OPERATIONS_CONCURRENCY
+"""Embedding requests in flight at once: every operation's one default (``batch.options.DEFAULT_CONCURRENCY``)."""
 
 
 @dataclass(frozen=True, slots=True)

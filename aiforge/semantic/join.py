@@ -6,8 +6,9 @@ surface is ``left.aiforge.join(right, ...)``) answers one of two ways, chosen by
 - ``"classify"`` (at most ``CLASSIFY_MAX_RIGHT`` distinct right rows): one question per distinct left row, listing
   the right rows as numbered items; the answer is the numbers that apply (``multiple=True``, a list that may be
   empty) or one number or ``"none"``. n questions instead of n x m, the rewrite Snowflake reports 15-70x from.
-- ``"candidates"``: both sides embedded (``semantic.embeddings.embed_texts``), the ``k`` nearest right rows of each
-  left row proposed (``join_candidates``), and each proposed pair asked as a yes/no question (a bool output).
+- ``"candidates"``: both sides embedded (``semantic.embeddings.embed_texts``), the ``candidates`` (k) nearest right
+  rows of each left row proposed (``join_candidates``), and each proposed pair asked as a yes/no question (a bool
+  output).
   At most n x k questions, plus the embedding requests; a pair the embeddings do not propose is never asked, so
   recall is bounded by the blocking step's (``bench/semantic_join.py`` measures both). On a chat model's vectors
   (the embedded model's) it warns (``ChatModelVectorsWarning``): its neighbours say little.
@@ -29,7 +30,7 @@ from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Literal
 
 from aiforge.batch.identity import check_budget_enforceable
-from aiforge.batch.options import batch_options
+from aiforge.batch.options import DEFAULT_CONCURRENCY, batch_options
 from aiforge.batch.results import BatchResult
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.costs import _caller_stacklevel
@@ -154,10 +155,10 @@ def semantic_join(
     how: str = "inner",
     suffixes: Any = ("_x", "_y"),
     strategy: str = "auto",
-    k: int = DEFAULT_K,
+    candidates: int = DEFAULT_K,
     multiple: bool = True,
     agent: ChatAgent | None = None,
-    concurrency: int = 10,
+    concurrency: int = DEFAULT_CONCURRENCY,
     **settings: Any,
 ) -> pd.DataFrame:
     """The pairs of ``left`` and ``right`` rows for which the model answers yes to ``prompt``, merged as pandas does.
@@ -165,12 +166,18 @@ def semantic_join(
     >>> semantic_join(tickets, products, "Does the ticket {left.text} concern {right.name}?", how="left")
 
     ``strategy``: ``"auto"`` (classify up to ``CLASSIFY_MAX_RIGHT`` distinct right rows, candidates above),
-    ``"classify"`` or ``"candidates"``; ``k`` is the candidates per left row; ``multiple=False`` lets a left row
+    ``"classify"`` or ``"candidates"``; ``candidates`` is the right rows asked about per left row (``k`` is topk's
+result size; ``k=`` here is a UsageError naming ``candidates=``); ``multiple=False`` lets a left row
     match at most one right row in the classification. ``cache=``, ``checkpoint=``, ``max_cost=`` and the other
     batch options go to the questions' ``run_batch``; other keywords are the settings of the agent built when
     ``agent=None``. The module docstring says how each strategy asks; ``join_frame`` what the result looks like.
     """
-    how, suffixes, k = check_how(how), check_suffixes(suffixes, left, right), checked_k(k)
+    if "k" in settings:
+        raise UsageError(
+            f"join: k= is now candidates= (the nearest right rows asked about per left row): "
+            f"join(..., candidates={settings['k']!r}); k is topk's number of rows."
+        )
+    how, suffixes, k = check_how(how), check_suffixes(suffixes, left, right), checked_k(candidates)
     if strategy not in STRATEGIES:
         raise UsageError(f"join: strategy= is one of {', '.join(map(repr, STRATEGIES))}, not {strategy!r}.")
     if not isinstance(multiple, bool):

@@ -46,7 +46,7 @@ def nearest(left: np.ndarray, right: np.ndarray, k: int) -> np.ndarray:
 def checked_k(k: Any) -> int:
     """``k`` if it is a count of candidates (an integer >= 1); a ``UsageError`` otherwise."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise UsageError(f"join: k= (candidates per left row) must be an integer >= 1, got {k!r}.")
+        raise UsageError(f"join: candidates= (right rows per left row) must be an integer >= 1, got {k!r}.")
     return k
 
 

@@ -70,7 +70,7 @@ def test_a_row_batch_option_is_named_as_an_option_embed_does_not_take(option: st
     with pytest.raises(UsageError, match=f"embed takes model=, cache=, concurrency= and batch_size=, not {option}="):
         REVIEWS.aiforge.embed("review", **{option: 1})
     with pytest.raises(UsageError, match=f"not {option}="):
-        REVIEWS["review"].aiforge.embed(agent, **{option: 1})
+        REVIEWS["review"].aiforge.embed(agent=agent, **{option: 1})
     assert provider.embed_calls == []
 
 

@@ -71,6 +71,6 @@ def test_cluster_and_a_join_that_embeds_warn_too() -> None:
     assert len(caught) == 1
     products = pd.DataFrame({"name": [f"product {n}" for n in range(31)]})  # over 30: the join embeds
     with pytest.warns(EmbeddedModelWarning) as caught:  # the yes/no batch may warn too, once per process
-        FRAME.head(2).aiforge.join(products, "{left.ticket} / {right.name}?", agent=agent, k=1)
+        FRAME.head(2).aiforge.join(products, "{left.ticket} / {right.name}?", agent=agent, candidates=1)
     said = [str(w.message) for w in caught if w.category is ChatModelVectorsWarning]
     assert len(said) == 1 and said[0].startswith("join: " + NOT_EMBEDDINGS)
