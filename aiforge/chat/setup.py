@@ -36,6 +36,7 @@ class AgentSetup:
         from aiforge.core.router import select_model
         from aiforge.providers import create_provider, resolve_provider_name
         from aiforge.providers.base import Provider
+        from aiforge.providers.embedding_choice import check_embedding_settings
 
         if provider is not None and not isinstance(provider, str | Provider):
             raise UsageError(f"provider must be a provider name or a Provider instance, got {type(provider).__name__}")
@@ -56,6 +57,7 @@ class AgentSetup:
         else:
             name = resolve_provider_name(settings)
             provider = create_provider(settings, name)
+        check_embedding_settings(settings, name)  # a wrong EMBEDDING_PROVIDER fails here, before any request
         model = select_model(name, chosen, settings) or provider.default_model
         return cls(settings=settings, quality=chosen, provider=provider, provider_name=name, model=model)
 

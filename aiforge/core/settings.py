@@ -64,9 +64,14 @@ class AIForgeSettings(BaseSettings):
     """Provider name: auto, openai, anthropic, internal_gateway, local, scripted, or a registered one."""
     MODEL: str | None = None
     """Model name; None lets the router or the provider's default decide."""
+    EMBEDDING_PROVIDER: str | None = None
+    """The provider that makes vectors (``embed``, ``dedup``, ``join``, ``cluster``), apart from ``PROVIDER``:
+    "sentence-transformers" (in process, the ``[embeddings]`` extra) or a provider that embeds (openai...); None: the
+    chat provider's, or sentence-transformers when that is the embedded model and the extra is installed."""
     EMBEDDING_MODEL: str | None = None
     """The model ``embed`` asks for vectors (``df.aiforge.embed``); None: the provider's own default
-    (text-embedding-3-small for openai, the served model for a gateway, the bundled weights for local)."""
+    (text-embedding-3-small for openai, the served model for a gateway, the bundled weights for local,
+    all-MiniLM-L6-v2 for sentence-transformers, which also takes a model folder)."""
     TEMPERATURE: float = Field(default=0.7, ge=0.0, le=2.0)
     MAX_TOKENS: int | None = Field(default=None, ge=1)
     TIMEOUT: float = Field(default=60.0, gt=0)

@@ -67,10 +67,12 @@ def _warn_if_chat_model_vectors(settings: dict[str, Any]) -> None:
     from aiforge.batch.embedded import warn_chat_model_vectors
     from aiforge.core.settings import AIForgeSettings, load_settings
     from aiforge.providers import is_embedded, resolve_provider_name
+    from aiforge.providers.embedding_choice import embedding_provider_name
 
     fields = AIForgeSettings.model_fields
     loaded = load_settings(**{k.upper(): v for k, v in settings.items() if k.upper() in fields})
-    if not is_embedded(resolve_provider_name(loaded)):
+    name = resolve_provider_name(loaded)
+    if not is_embedded(name) or embedding_provider_name(loaded, name) != name:
         return
     from aiforge.providers.local.engine import model_name_for
     from aiforge.providers.local.gguf import declares_pooling

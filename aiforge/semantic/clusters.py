@@ -91,6 +91,7 @@ def cluster_ids(
     import pandas as pd
 
     from aiforge.batch.embedded import warn_if_chat_model_vectors
+    from aiforge.semantic.embeddings import embedding_provider_of
 
     blank = values.map(lambda value: isinstance(value, str) and not value.strip())
     distinct = DistinctTexts.of(values.mask(blank))  # a blank text has no topic: <NA>, as a missing one
@@ -106,7 +107,7 @@ def cluster_ids(
             f"cluster: n_clusters={n_clusters} but the column has {len(distinct.texts)} distinct texts; "
             "ask for at most that many."
         )
-    warn_if_chat_model_vectors(agent.provider, "cluster")
+    warn_if_chat_model_vectors(embedding_provider_of(agent)[0], "cluster")
     vectors, embedding = embed_distinct(agent, distinct.texts, cache)
     of_text = kmeans(vectors, n_clusters, seed=seed)
     texted = distinct.of_row >= 0

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from aiforge.chat.agent import ChatAgent
+    from aiforge.providers.base import Provider
     from aiforge.store import ResponseCache
 
 CacheOption = bool | str | os.PathLike[str] | None
@@ -153,24 +154,32 @@ async def arun_embeddings(
     checked_positive("concurrency", concurrency)
     if batch_size is not None:
         checked_positive("batch_size", batch_size)
-    provider = agent.provider
+    provider, provider_name = embedding_provider_of(agent)
     if not provider.embeds:
         from aiforge.providers import embedding_providers
 
         raise ConfigError(
-            f"the {agent.provider_name} provider cannot embed texts (no embeddings API, or behind a REPLAY cassette, "
+            f"the {provider_name} provider cannot embed texts (no embeddings API, or behind a REPLAY cassette, "
             f"which records no embeddings); embeddings work with: {', '.join(embedding_providers())}. "
-            "Use an agent of one of them: ChatAgent(provider=...)."
+            "Set EMBEDDING_PROVIDER to one of them or to sentence-transformers (the [embeddings] extra)."
         )
     name = provider.embedding_model(model or agent.settings.EMBEDDING_MODEL)
     store = _cache_of(agent, cache)
     distinct = list(dict.fromkeys(checked))
-    run = _Run(agent, name, store)
+    run = _Run(agent, provider, provider_name, name, store)
     found = run.cached_vectors(distinct)
     missing = [text for text in distinct if text not in found]
     chunks = _chunks(missing, _limits(provider.embedding_limits, batch_size))
     found.update(await run.embed_all(chunks, concurrency))
     return run.result(checked, found, embedded=len(missing), cached=len(distinct) - len(missing))
+
+
+def embedding_provider_of(agent: ChatAgent) -> tuple[Provider, str]:
+    """The provider that makes ``agent``'s vectors (``EMBEDDING_PROVIDER``, ``providers.embedding_choice``) and the
+    name it is cached and priced under."""
+    from aiforge.providers.embedding_choice import embedding_provider
+
+    return embedding_provider(agent.settings, agent.provider, agent.provider_name)
 
 
 def _checked_texts(texts: Iterable[str]) -> list[str]:
@@ -233,8 +242,11 @@ def _token_bound(text: str) -> int:
 class _Run:
     """One ``run_embeddings`` call's model, cache and running totals."""
 
-    def __init__(self, agent: ChatAgent, model: str, cache: ResponseCache | None) -> None:
+    def __init__(
+        self, agent: ChatAgent, provider: Provider, provider_name: str, model: str, cache: ResponseCache | None
+    ) -> None:
         self.agent, self.model, self.cache = agent, model, cache
+        self.provider, self.provider_name = provider, provider_name
         self.usage = Usage()
         self.cost = 0.0
         self.priced = True
@@ -245,12 +257,11 @@ class _Run:
         from aiforge.store import fingerprint
         from aiforge.store.fingerprint import public_endpoint
 
-        provider = self.agent.provider
         return fingerprint(
             {
                 "kind": "embedding",
-                "provider": self.agent.provider_name,
-                "endpoint": public_endpoint(provider.base_url),
+                "provider": self.provider_name,
+                "endpoint": public_endpoint(self.provider.base_url),
                 "model": self.model,
                 "input": text,
             }
@@ -299,12 +310,12 @@ class _Run:
     async def embed_chunk(self, texts: list[str]) -> dict[str, np.ndarray]:
         """One request: its vectors normalised, priced, recorded and cached (only when the whole request succeeded)."""
         agent = self.agent
-        result = await agent.provider.embed(texts, self.model)
-        rows = _unit_rows(result.vectors, len(texts), agent.provider_name)
-        free = agent.provider.free
+        result = await self.provider.embed(texts, self.model)
+        rows = _unit_rows(result.vectors, len(texts), self.provider_name)
+        free = self.provider.free
         cost, priced = (0.0, True) if free else price_of(result.usage, self.model, agent.settings.PRICES)
         agent.cost_tracker.record(
-            result.usage, self.model, provider=agent.provider_name, kind="embedding",
+            result.usage, self.model, provider=self.provider_name, kind="embedding",
             price_overrides=agent.settings.PRICES, free=free,
         )
         self.usage += result.usage

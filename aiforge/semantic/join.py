@@ -265,9 +265,9 @@ def _proposed(asker: _Asker, template: PairTemplate, lefts: _Rows, rights: _Rows
 def _embedded(asker: _Asker, template: PairTemplate, lefts: _Rows, rights: _Rows) -> tuple[Any, Any]:
     """Both sides' vectors from one embeddings run (the texts of the columns the prompt names), its cost reported."""
     from aiforge.batch.embedded import warn_if_chat_model_vectors
-    from aiforge.semantic.embeddings import run_embeddings
+    from aiforge.semantic.embeddings import embedding_provider_of, run_embeddings
 
-    warn_if_chat_model_vectors(asker.agent.provider, "join")
+    warn_if_chat_model_vectors(embedding_provider_of(asker.agent)[0], "join")
     texts = [side_text(row, template.fields("left")) for row in lefts.values]
     texts += [side_text(row, template.fields("right")) for row in rights.values]
     run = run_embeddings(asker.agent, texts, cache=asker.options.get("cache"))

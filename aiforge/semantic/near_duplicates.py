@@ -27,7 +27,7 @@ model's pooled vectors (the embedded model's) it warns first (``batch.embedded.C
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.identity import check_budget_enforceable
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from aiforge.semantic.embeddings import EmbeddingReport, EmbeddingRun
 
 DEFAULT_THRESHOLD = 0.9
-"""Cosine similarity at or above which two texts are duplicates when ``threshold=`` is not given."""
+"""Cosine similarity at or above which two texts are duplicates when ``threshold=`` is not given and the embedding
+model has no threshold of its own (``semantic.dedup_thresholds``)."""
 CONFIRM_BAND = 0.1
 """``confirm=True`` asks the model about pairs within this much below the threshold."""
 DUPLICATE_OF = "duplicate_of"
@@ -71,10 +72,22 @@ class Band:
 
     ask: float
     accept: float
+    default: bool = field(default=False, compare=False, repr=False)
+    """``threshold=`` was not given: ``dedup`` takes the embedding model's (``semantic.dedup_thresholds``)."""
 
     @property
     def confirms(self) -> bool:
         return self.ask < self.accept
+
+    def for_model(self, model: str) -> Band:
+        """This band at ``model``'s own threshold (``semantic.dedup_thresholds``) when none was given, a confirming
+        band keeping its width below it; else this band."""
+        from aiforge.semantic.dedup_thresholds import default_threshold
+
+        if not self.default:
+            return self
+        accept = default_threshold(model)
+        return Band(round(max(accept - (self.accept - self.ask), 0.0), 6), accept)
 
 
 @dataclass(frozen=True)
@@ -146,7 +159,7 @@ def similarity_band(threshold: float | None, confirm: bool | tuple[float, float]
     """
     if isinstance(confirm, bool):
         accept = _similarity("threshold", DEFAULT_THRESHOLD if threshold is None else threshold)
-        return Band(round(max(accept - CONFIRM_BAND, 0.0), 6) if confirm else accept, accept)
+        return Band(round(max(accept - CONFIRM_BAND, 0.0), 6) if confirm else accept, accept, threshold is None)
     if not isinstance(confirm, tuple | list) or len(confirm) != 2:
         raise UsageError(
             f"dedup: confirm= is True, False or a band (low, high) like (0.8, 0.9), got {confirm!r}."
@@ -188,11 +201,12 @@ def duplicate_ids(values: pd.Series, agent: ChatAgent, request: DedupRequest) ->
     [0, 0, 2]
     """
     from aiforge.batch.embedded import warn_if_chat_model_vectors
+    from aiforge.semantic.embeddings import embedding_provider_of
 
     check_unique_index(values.index)
     if request.band.confirms:  # before the embeddings' requests
         check_budget_enforceable(agent, request.options.get("max_cost"))
-    warn_if_chat_model_vectors(agent.provider, "dedup")
+    warn_if_chat_model_vectors(embedding_provider_of(agent)[0], "dedup")
     distinct = DistinctTexts.of(values)
     vectors, embedding = embed_distinct(agent, distinct.texts, request.options.get("cache"))
     return ids_from_vectors(values.index, distinct, vectors, request, agent, embedding)
@@ -210,6 +224,8 @@ def ids_from_vectors(
     import numpy as np
     import pandas as pd
 
+    if embedding is not None:  # no threshold given: the embedding model's own
+        request = replace(request, band=request.band.for_model(embedding.model))
     batches: list[BatchResult] = []
 
     def ask(pairs: list[tuple[str, str]]) -> list[bool]:

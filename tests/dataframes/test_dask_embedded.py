@@ -62,6 +62,8 @@ def test_each_worker_loads_the_model_once_and_reuses_its_agent(client: Client, m
 def test_dedup_on_the_embedded_models_vectors_warns_once_on_the_client(client: Client) -> None:
     frame = pd.DataFrame({"review": ["Great kettle", "Great kettle!", "Broke after a week", "Lovely lamp"]})
     with pytest.warns(ChatModelVectorsWarning) as caught:
-        ids = dd.from_pandas(frame, npartitions=2).aiforge.dedup("review", threshold=0.99, **SETTINGS)
+        ids = dd.from_pandas(frame, npartitions=2).aiforge.dedup(
+            "review", threshold=0.99, EMBEDDING_PROVIDER="local", **SETTINGS
+        )
     assert [str(w.message).split(",")[0] for w in caught] == ["dedup: SmolLM2-135M-Instruct is a chat model"]
     assert ids.index.tolist() == [0, 1, 2, 3] and ids.attrs["aiforge"].embedding.embedded == 4

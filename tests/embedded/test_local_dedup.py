@@ -41,7 +41,7 @@ def test_the_embedded_models_embeddings_find_the_close_rewordings_and_no_false_p
     # apart; the rewordings that change a word or two are at 0.96-1.0. "Password reset email never arrived" is
     # 0.89 from its original and 0.91 from the two-factor ticket: left alone, as confirm= would have to decide.
     with pytest.warns(ChatModelVectorsWarning, match=NOT_EMBEDDINGS) as caught:
-        ids = FRAME.aiforge.dedup("ticket", threshold=0.95, provider="local")
+        ids = FRAME.aiforge.dedup("ticket", threshold=0.95, provider="local", EMBEDDING_PROVIDER="local")
     assert len(caught) == 1
     assert ids[ids != ids.index].to_dict() == {
         "T10": "T00", "T11": "T00", "T12": "T02", "T14": "T04", "T15": "T07",
@@ -53,7 +53,7 @@ def test_the_embedded_models_embeddings_find_the_close_rewordings_and_no_false_p
 def test_unrelated_reviews_are_not_chained_into_one_group() -> None:
     # Their pairs score 0.70-0.93 here: at 0.9 union-find chained 21 of the 22 into one group. Now each review is
     # within the threshold of the review its group is named by, and most stand alone.
-    agent = ChatAgent(provider="local", memory="none")
+    agent = ChatAgent(provider="local", memory="none", EMBEDDING_PROVIDER="local")
     reviews = pd.Series(REVIEWS)
     with pytest.warns(ChatModelVectorsWarning, match=NOT_EMBEDDINGS):
         ids = reviews.aiforge.dedup(0.9, agent=agent, cache="memory")
@@ -64,7 +64,7 @@ def test_unrelated_reviews_are_not_chained_into_one_group() -> None:
 
 
 def test_cluster_and_a_join_that_embeds_warn_too() -> None:
-    agent = ChatAgent(provider="local", memory="none")
+    agent = ChatAgent(provider="local", memory="none", EMBEDDING_PROVIDER="local")
     assert agent.provider.embeds_chat_model
     with pytest.warns(ChatModelVectorsWarning, match="^cluster: " + NOT_EMBEDDINGS) as caught:
         FRAME.aiforge.cluster("ticket", 3, agent=agent)

@@ -21,7 +21,7 @@ TEXTS = ["a red apple on the table", "tax law of 1986", "a red apple on a table"
 
 
 def test_vectors_are_unit_float32_and_a_paraphrase_is_the_nearest_text() -> None:
-    run = run_embeddings(ChatAgent(provider="local"), TEXTS)
+    run = run_embeddings(ChatAgent(provider="local", EMBEDDING_PROVIDER="local"), TEXTS)
     assert run.vectors.shape == (4, 576) and run.vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(run.vectors, axis=1), 1.0, atol=1e-5)
     similar = run.vectors @ run.vectors.T
@@ -31,25 +31,25 @@ def test_vectors_are_unit_float32_and_a_paraphrase_is_the_nearest_text() -> None
 
 
 def test_the_same_text_gives_the_same_vector_alone_or_among_others() -> None:
-    agent = ChatAgent(provider="local")
+    agent = ChatAgent(provider="local", EMBEDDING_PROVIDER="local")
     alone = run_embeddings(agent, [TEXTS[1]]).vectors[0]
     among = run_embeddings(agent, TEXTS, batch_size=3).vectors[1]
     assert np.allclose(alone, among, atol=1e-5)
 
 
 def test_the_chat_model_still_answers_beside_the_embedding_server() -> None:
-    agent = ChatAgent(provider="local", MAX_TOKENS=8)
+    agent = ChatAgent(provider="local", EMBEDDING_PROVIDER="local", MAX_TOKENS=8)
     run_embeddings(agent, ["hello"])
     assert agent.chat("Say hello.").message
 
 
 def test_a_text_longer_than_the_context_is_a_bad_request() -> None:
-    agent = ChatAgent(provider="local", LOCAL_CONTEXT_SIZE=256)
+    agent = ChatAgent(provider="local", EMBEDDING_PROVIDER="local", LOCAL_CONTEXT_SIZE=256)
     with pytest.raises(BadRequestError, match="embedded model"):
         run_embeddings(agent, ["word " * 600])
 
 
 def test_the_accessor_embeds_a_column_on_the_embedded_model() -> None:
     frame = pd.DataFrame({"note": ["a red apple", None, "tax law"]}, index=[7, 8, 9])
-    vectors = frame.aiforge.embed("note", provider="local")
+    vectors = frame.aiforge.embed("note", provider="local", EMBEDDING_PROVIDER="local")
     assert vectors.name == "note_embedding" and vectors[8] is None and vectors[7].shape == (576,)
