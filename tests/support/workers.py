@@ -37,5 +37,6 @@ def no_workers_for_named_files(config: pytest.Config) -> None:
     if any(arg.startswith(("-n", "--numprocesses")) for arg in args) or not hasattr(config.option, "numprocesses"):
         return
     root = config.invocation_params.dir
-    if any((root / arg.split("::", 1)[0]).is_file() for arg in args if not arg.startswith("-")):
+    named = [arg.split("::", 1)[0] for arg in args if not arg.startswith("-")]  # an option's value too: a .cfg
+    if any(path.endswith((".py", ".ipynb")) and (root / path).is_file() for path in named):
         config.option.numprocesses = 0
