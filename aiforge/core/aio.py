@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import signal
 import sys
 import threading
 import weakref
@@ -205,17 +206,33 @@ def _run_on_background(coro: Coroutine[Any, Any, T]) -> T:
         finally:
             finished.set()
 
-    future: concurrent.futures.Future[tuple[bool, Any]] = asyncio.run_coroutine_threadsafe(guarded(), background_loop())
+    # Ctrl-C is held back until the future is ours: on a busy machine the coroutine can start (and the user
+    # interrupt it) before run_coroutine_threadsafe returns, and the interrupt would land in asyncio's frames,
+    # a full traceback with the call left running. Released, it is raised here with the future to cancel.
+    loop = background_loop()  # started unmasked: its thread (and what it starts) inherits the mask
+    hold = {signal.SIGINT} if threading.current_thread() is threading.main_thread() else set()
+    _sigmask(signal.SIG_BLOCK, hold)
+    future: concurrent.futures.Future[tuple[bool, Any]] | None = None
     try:
+        future = asyncio.run_coroutine_threadsafe(guarded(), loop)
+        _sigmask(signal.SIG_UNBLOCK, hold)
         ok, value = future.result()
     except KeyboardInterrupt:
         # Cancel, then wait until the coroutine's own cleanup (history rollback) has run.
-        future.cancel()
-        finished.wait(_CLEANUP_WAIT)
+        if future is not None:  # (None: an interrupt Python had not yet raised when the call began)
+            future.cancel()
+            finished.wait(_CLEANUP_WAIT)
         raise _interrupted() from None
+    finally:
+        _sigmask(signal.SIG_UNBLOCK, hold)
     if not ok:
         raise value
     return cast(T, value)  # ``await coro``'s result
+
+
+def _sigmask(how: int, signals: set[signal.Signals]) -> None:
+    if signals and hasattr(signal, "pthread_sigmask"):  # POSIX; a Windows console's Ctrl-C has no mask
+        signal.pthread_sigmask(how, signals)
 
 
 def _interrupted() -> Interrupted:

@@ -67,12 +67,19 @@ def current_isolation() -> IsolatedHome | None:
 def isolate_home() -> IsolatedHome:
     """Point this process's (and its children's) home, XDG folders and store at a private folder; idempotent."""
     existing = current_isolation()
-    if existing is not None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # set in a pytest-xdist worker before it imports conftest.py
+    if existing is not None and (not worker or existing.home.name == f"worker-{worker}"):
         return existing
-    real_home = Path(os.path.expanduser("~")).resolve()
-    home = Path(tempfile.mkdtemp(prefix="aiforge-tests-home-")).resolve()
-    # Removed when the run ends; a kernel or worker still writing then leaves a file in the temp dir, nothing more.
-    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    if existing is not None:
+        # A worker inherits the run's home from the controller: it gets a home of its own inside it, so tests
+        # and notebooks on other workers never see its default store, its caches or its Jupyter files.
+        real_home, home = existing.real_home, existing.home / f"worker-{worker}"
+        home.mkdir()
+    else:
+        real_home = Path(os.path.expanduser("~")).resolve()
+        home = Path(tempfile.mkdtemp(prefix="aiforge-tests-home-")).resolve()
+        # Removed when the run ends; a kernel or worker still writing then leaves a file in the temp dir.
+        atexit.register(shutil.rmtree, home, ignore_errors=True)
     for name, folder in _private_folders(home).items():
         folder.mkdir(parents=True, exist_ok=True)
         os.environ[name] = str(folder)
