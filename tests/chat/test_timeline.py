@@ -144,7 +144,8 @@ def test_a_batch_waiting_for_workers_shows_each_row_after_its_wait() -> None:
     frame = result.timeline(order="input").to_frame()
 
     models, waits = frame[frame["kind"] == "model"], frame[frame["kind"] == "wait"]
-    assert waits["row"].tolist() == [1, 2, 3] and set(waits["name"]) == {"worker"}
+    # Rows 1-3 wait for the one worker; row 0 waits only when a busy machine starts the worker late.
+    assert waits["row"].tolist() in ([1, 2, 3], [0, 1, 2, 3]) and set(waits["name"]) == {"worker"}
     assert (waits["start_ms"] == 0.0).all()  # a row waits from the batch's start
     # Each row's turn starts where its wait ends, after the rows before it: one after another on the batch's axis.
     ends = dict(zip(waits["row"], waits["start_ms"] + waits["duration_ms"], strict=True))
