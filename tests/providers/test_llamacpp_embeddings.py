@@ -56,7 +56,7 @@ def test_the_server_and_the_embedded_model_give_the_same_vectors(server: LlamaCp
     # different (measured: "tax law of 1986" beside these three at cosine 0.948 to itself alone, in one request
     # or in four at once); the embedded model's one slot reads them one by one.
     served = run_embeddings(gateway(server), TEXTS, batch_size=1, concurrency=1).vectors
-    embedded = run_embeddings(ChatAgent(provider="local"), TEXTS).vectors
+    embedded = run_embeddings(ChatAgent(provider="local", EMBEDDING_PROVIDER="local"), TEXTS).vectors
     assert np.allclose(served, embedded, atol=1e-3)
 
 
