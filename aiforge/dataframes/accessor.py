@@ -45,7 +45,7 @@ from aiforge.core.report import OperationReport
 from aiforge.core.templates import VALUE_FIELD, no_such_column
 from aiforge.core.types import UsageError
 from aiforge.semantic.join import semantic_join
-from aiforge.semantic.join_candidates import DEFAULT_K
+from aiforge.semantic.join.candidates import DEFAULT_K
 
 if TYPE_CHECKING:
     from aiforge.chat.agent import ChatAgent
