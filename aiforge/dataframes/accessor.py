@@ -16,7 +16,7 @@ on a Series, ``{value}`` (or the Series' name) is the value. ``agent=None`` buil
 and a label ``output=`` score each row rather than generate it (``LABELS_BY``), with a ``confidence`` per row.
 
 ``agg`` reduces all the rows (or each group's, ``by=``) to one answer under ``CONTEXT_WINDOW``
-(``semantic.aggregate``); ``df.groupby(keys).aiforge.agg`` does it per group of a pandas groupby. ``embed``,
+(``semantic.agg``); ``df.groupby(keys).aiforge.agg`` does it per group of a pandas groupby. ``embed``,
 ``dedup``, ``cluster``, ``join`` and ``topk`` are thin wrappers over ``aiforge.semantic`` (each puts its report,
 with requests and cost, in ``.attrs["aiforge"]``).
 ``df.aiforge.evaluate`` (a grid of prompts x agents scored against a truth column) and ``judge`` (a rubric's score
@@ -45,12 +45,12 @@ from aiforge.core.report import OperationReport
 from aiforge.core.templates import VALUE_FIELD, no_such_column
 from aiforge.core.types import UsageError
 from aiforge.semantic.join import semantic_join
-from aiforge.semantic.join_candidates import DEFAULT_K
+from aiforge.semantic.join.candidates import DEFAULT_K
 
 if TYPE_CHECKING:
     from aiforge.chat.agent import ChatAgent
-    from aiforge.dataframes.agg_frames import AggText
     from aiforge.evaluation.result import EvalResult
+    from aiforge.semantic.agg.frames import AggText
 
 ATTRS_KEY = "aiforge"
 """Where each result keeps its report (an ``OperationReport``, ``core.report``): ``result.attrs["aiforge"]``."""
@@ -204,9 +204,9 @@ class _Operations:
         ``output=`` value (an instance of that type, which keeps no report). With ``by`` (a column or a list): a
         Series indexed by group. ``cache=``, ``checkpoint=`` (a directory), ``restart=``, ``max_cost=`` and
         ``dedup=`` go to each level's batch; the same call after an interrupt asks only the unanswered chunks
-        (``semantic.aggregate``).
+        (``semantic.agg``).
         """
-        from aiforge.dataframes.agg_frames import agg_answer
+        from aiforge.semantic.agg.frames import agg_answer
 
         return agg_answer(self._data, prompt, by, output, agent, concurrency, settings)
 
@@ -553,7 +553,7 @@ class GroupByOperations:
     ) -> pd.Series:
         """One answer per group, a Series on the groupby's keys (a MultiIndex for several), ``dropna`` and
         ``observed`` as pandas applies them: ``df.groupby("product").aiforge.agg("Top complaint in {review}")``."""
-        from aiforge.dataframes.agg_frames import agg_groups
+        from aiforge.semantic.agg.frames import agg_groups
 
         return agg_groups(self._grouped, prompt, output, agent, concurrency, settings)
 

@@ -408,15 +408,16 @@ class AggPartitionSpec:
 
 
 def _agg_job(data: dd.DataFrame, prompt: str, by: Any, output: Any, concurrency: int, settings: dict[str, Any]) -> Any:
-    from aiforge.dataframes.agg_frames import (
+    from aiforge.semantic.agg.chunks import ANSWERS
+    from aiforge.semantic.agg.frames import (
         AggText,
         by_groupby,
         checked_keys,
         grouped_texts,
         instruction_for,
     )
-    from aiforge.semantic.agg_chunks import ANSWERS
-    from aiforge.semantic.aggregate import PartitionTotals, check_groups, reduce_groups
+    from aiforge.semantic.agg.reduce import check_groups, reduce_groups
+    from aiforge.semantic.agg.report import PartitionTotals
 
     instruction = instruction_for(data._meta, prompt)
     keys = () if by is None else tuple(checked_keys(data.columns, by))
@@ -454,7 +455,7 @@ def _agg_spec(
     prompt: str, keys: tuple[Any, ...], concurrency: int, settings: dict[str, Any]
 ) -> tuple[AggPartitionSpec, DaskJob]:
     """The partitions' spec (settings checked for keys) and the job holding their concurrency semaphore."""
-    from aiforge.dataframes.agg_frames import split_settings
+    from aiforge.semantic.agg.frames import split_settings
 
     check_no_keys(settings)
     agent_settings = dict(settings)
@@ -479,9 +480,9 @@ def _partition_partials(part: pd.DataFrame, spec: AggPartitionSpec, job: DaskJob
     """One partial answer per group of ``part`` (``final=False``: it is folded with the other partitions'),
     with what the partition spent on its first row."""
     from aiforge.batch.embedded import stay_quiet
-    from aiforge.dataframes.agg_frames import by_groupby, grouped_texts, instruction_for, row_texts
     from aiforge.dataframes.partition import process_agent
-    from aiforge.semantic.aggregate import reduce_groups
+    from aiforge.semantic.agg.frames import by_groupby, grouped_texts, instruction_for, row_texts
+    from aiforge.semantic.agg.reduce import reduce_groups
 
     stay_quiet()
     instruction = instruction_for(part, spec.prompt)
