@@ -20,8 +20,16 @@ if TYPE_CHECKING:
 
 
 def job_result(
-    module: BatchOwner, inputs: list[str], outcomes: dict[int, Any], *, missing: dict[int, str], reason: str,
-    output: OutputSpec | None, discount: float, index: Any, wall_time_s: float,
+    module: BatchOwner,
+    inputs: list[str],
+    outcomes: dict[int, Any],
+    *,
+    missing: dict[int, str],
+    reason: str,
+    output: OutputSpec | None,
+    discount: float,
+    index: Any,
+    wall_time_s: float,
 ) -> BatchResult:
     """Each of ``inputs`` answered from ``outcomes`` (by position; an exception is that item's failure) at the Batch
     API's ``discount``; an item with no outcome was never run (``ItemNotRunError(reason)``)."""
@@ -44,7 +52,10 @@ def job_result(
 
 
 def record_finished(
-    result: BatchResult, module: BatchOwner, output: OutputSpec | None, path: str | os.PathLike[str],
+    result: BatchResult,
+    module: BatchOwner,
+    output: OutputSpec | None,
+    path: str | os.PathLike[str],
     store: Checkpoint | None,
 ) -> None:
     """Write the finished items to the checkpoint at ``path`` that ``run_batch`` reads for the same batch (``store``:
