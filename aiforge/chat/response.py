@@ -1,15 +1,19 @@
-"""Response types of the chat module: ``ChatResponse`` and ``ToolCallRecord``, with their notebook views."""
+"""The response of one chat turn, ``ChatResponse``, with its notebook views and its rows in a batch's table.
+
+Each tool call of the turn is a ``ToolCallRecord`` (``chat.tool_call_record``, importable from here too).
+"""
 
 from __future__ import annotations
 
 import html
-import json
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field
 
+from aiforge.chat.tool_call_record import ToolCallRecord as ToolCallRecord
+from aiforge.chat.tool_call_record import shortened
 from aiforge.core.output import WRAPPER_KEY
 
 if TYPE_CHECKING:
@@ -39,56 +43,6 @@ BATCH_COLUMNS = [
 def label_message(value: Any) -> str:
     """The reply of a scored label row: the output value as a generated answer's wrapped JSON (``{"value": ...}``)."""
     return pydantic_core.to_json({WRAPPER_KEY: value}).decode()
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _code_span(text: str) -> str:
-    """``text`` as a Markdown code span that no backtick inside it can close early."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
-class ToolCallRecord(BaseModel):
-    """One tool invocation within a turn."""
-
-    model_config = ConfigDict(frozen=True)
-
-    tool: str
-    """The tool name that was called."""
-    input: dict[str, Any] = Field(default_factory=dict)
-    """The parameters passed to the tool."""
-    output: str | None = None
-    """The tool's result (or its error text); None if it has not returned."""
-    id: str = ""
-    """The provider's id of the call."""
-    error: bool = False
-    """True when ``output`` is an error (tool raised, unknown tool, bad arguments)."""
-
-    def to_text(self) -> str:
-        return f"{self.tool}({self.input}) → {self.output}"
-
-    def __repr__(self) -> str:
-        return f"ToolCallRecord(tool={self.tool!r}, input={self.input!r}, output={self.output!r})"
-
-    __str__ = __repr__
-
-    def _repr_markdown_(self) -> str:
-        from aiforge.core.render import escape_markdown
-
-        output = escape_markdown(_short(self.output or ""))
-        return f"{_code_span(self.tool)} {_code_span(_short(self.input))} → {output}"
-
-    def _repr_html_(self) -> str:
-        return (
-            f"<code>{html.escape(self.tool)}</code> <code>{html.escape(_short(self.input))}</code>"
-            f" → {html.escape(_short(self.output or ''))}"
-        )
 
 
 class ChatResponse(BaseModel):
@@ -263,9 +217,9 @@ class ChatResponse(BaseModel):
         return pydantic_core.to_json(self.output, indent=2, fallback=repr).decode()
 
     def __repr__(self) -> str:
-        output = f"output={_short(repr(self.output), 120)}, " if self.output is not None else ""
+        output = f"output={shortened(repr(self.output), 120)}, " if self.output is not None else ""
         return (
-            f"ChatResponse(message={_short(self.message, 80)!r}, {output}model={self.model!r}, "
+            f"ChatResponse(message={shortened(self.message, 80)!r}, {output}model={self.model!r}, "
             f"tool_calls={len(self.tool_calls)}, cost={self.cost:.6f}, "
             f"tokens={self.input_tokens}+{self.output_tokens}, conversation_id={self.conversation_id!r})"
         )

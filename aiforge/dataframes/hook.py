@@ -61,7 +61,7 @@ class _PandasImportFinder(_ImportFinder):
 
 class _DaskImportFinder(_ImportFinder):
     library = "dask.dataframe"
-    accessor = "aiforge.dataframes.dask_accessor"
+    accessor = "aiforge.dataframes.dask"
 
 
 class _RegisteringLoader:

@@ -12,12 +12,12 @@ What it does for the caller, so each operator does not:
 * a failed request raises its mapped aiforge error (``ProviderError`` and its kinds) once the requests in flight are
   cancelled; the requests that had succeeded are cached, whole vectors only, so running it again pays only the rest;
 * the cost and tokens of the requests are recorded on ``agent.cost_tracker`` (kind ``"embedding"``) and returned.
+
+The requests themselves (cut within the limits, sent, normalised, priced, cached) are ``semantic.embedding_requests``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -26,10 +26,9 @@ from typing import TYPE_CHECKING, Any
 from aiforge.batch.options import DEFAULT_CONCURRENCY as OPERATIONS_CONCURRENCY
 from aiforge.chat.arguments import checked_positive
 from aiforge.core.aio import run_sync
-from aiforge.core.pricing import price_of
 from aiforge.core.report import SharedOnDeepcopy
-from aiforge.core.tokens import estimate_tokens
-from aiforge.core.types import ConfigError, EmbeddingLimits, ProviderError, Usage, UsageError
+from aiforge.core.types import ConfigError, Usage, UsageError
+from aiforge.semantic.embedding_requests import EmbeddingRequests, chunked, request_limits
 
 if TYPE_CHECKING:
     import numpy as np
@@ -132,8 +131,8 @@ def run_embeddings(
 ) -> EmbeddingRun:
     """``embed_texts`` with its cost, tokens, requests and cache hits (an ``EmbeddingRun``).
 
-        run = run_embeddings(ChatAgent(provider="scripted"), ["a", "b", "a"])
-        run.vectors.shape, run.embedded, run.cost  # ((3, 256), 2, 0.0)
+    run = run_embeddings(ChatAgent(provider="scripted"), ["a", "b", "a"])
+    run.vectors.shape, run.embedded, run.cost  # ((3, 256), 2, 0.0)
     """
     return run_sync(
         arun_embeddings(agent, texts, model=model, cache=cache, concurrency=concurrency, batch_size=batch_size)
@@ -166,12 +165,12 @@ async def arun_embeddings(
     name = provider.embedding_model(model or agent.settings.EMBEDDING_MODEL)
     store = _cache_of(agent, cache)
     distinct = list(dict.fromkeys(checked))
-    run = _Run(agent, provider, provider_name, name, store)
+    run = EmbeddingRequests(agent, provider, provider_name, name, store)
     found = run.cached_vectors(distinct)
     missing = [text for text in distinct if text not in found]
-    chunks = _chunks(missing, _limits(provider.embedding_limits, batch_size))
+    chunks = chunked(missing, request_limits(provider.embedding_limits, batch_size))
     found.update(await run.embed_all(chunks, concurrency))
-    return run.result(checked, found, embedded=len(missing), cached=len(distinct) - len(missing))
+    return _result(run, checked, found, embedded=len(missing), cached=len(distinct) - len(missing))
 
 
 def embedding_provider_of(agent: ChatAgent) -> tuple[Provider, str]:
@@ -205,169 +204,29 @@ def _cache_of(agent: ChatAgent, cache: CacheOption) -> ResponseCache | None:
     return agent.response_cache if cache is None else open_cache(cache)
 
 
-def _limits(limits: EmbeddingLimits, batch_size: int | None) -> EmbeddingLimits:
-    if batch_size is None:
-        return limits
-    return EmbeddingLimits(max_inputs=min(batch_size, limits.max_inputs), max_tokens=limits.max_tokens)
-
-
-def _chunks(texts: list[str], limits: EmbeddingLimits) -> list[list[str]]:
-    """``texts`` in order, cut into requests of at most ``max_inputs`` texts and ``max_tokens`` tokens (bounded by
-    ``_token_bound``). A text over the budget on its own still goes, alone: the server says whether it is too long.
-    """
-    chunks: list[list[str]] = []
-    current: list[str] = []
-    tokens = 0
-    for text in texts:
-        size = _token_bound(text)
-        if current and (len(current) >= limits.max_inputs or tokens + size > limits.max_tokens):
-            chunks.append(current)
-            current, tokens = [], 0
-        current.append(text)
-        tokens += size
-    if current:
-        chunks.append(current)
-    return chunks
-
-
-def _token_bound(text: str) -> int:
-    """A high estimate of ``text``'s tokens: its UTF-8 bytes / 3, rounded up.
-
-    ``estimate_tokens`` (characters / 4) fits English but undercounts other scripts four times over, and a request
-    over the server's budget fails whole; bytes / 3 is above the real count for English and near it for CJK.
-    """
-    return -(-len(text.encode("utf-8", "surrogatepass")) // 3)
-
-
-class _Run:
-    """One ``run_embeddings`` call's model, cache and running totals."""
-
-    def __init__(
-        self, agent: ChatAgent, provider: Provider, provider_name: str, model: str, cache: ResponseCache | None
-    ) -> None:
-        self.agent, self.model, self.cache = agent, model, cache
-        self.provider, self.provider_name = provider, provider_name
-        self.usage = Usage()
-        self.cost = 0.0
-        self.priced = True
-        self.requests = 0
-        self.saved_cost = 0.0
-
-    def key(self, text: str) -> str:
-        from aiforge.store import fingerprint
-        from aiforge.store.fingerprint import public_endpoint
-
-        return fingerprint(
-            {
-                "kind": "embedding",
-                "provider": self.provider_name,
-                "endpoint": public_endpoint(self.provider.base_url),
-                "model": self.model,
-                "input": text,
-            }
-        )
-
-    def cached_vectors(self, texts: list[str]) -> dict[str, np.ndarray]:
-        """The vectors of ``texts`` the cache holds, by text."""
-        if self.cache is None:
-            return {}
-        found = {}
-        for text in texts:
-            entry = self.cache.entry(self.key(text))
-            if entry is not None:
-                payload, cost = entry
-                found[text] = _decoded(payload)
-                self.saved_cost += cost
-        return found
-
-    async def embed_all(self, chunks: list[list[str]], concurrency: int) -> dict[str, np.ndarray]:
-        """The vectors of every text of ``chunks``, ``concurrency`` requests at a time; the first error raises."""
-        from aiforge.core.progress import progress_bar, progress_enabled
-
-        vectors: dict[str, np.ndarray] = {}
-        pending = list(reversed(chunks))
-        shown = len(chunks) > 1 and progress_enabled(self.agent.settings.PROGRESS_BAR)
-        bar = progress_bar(sum(map(len, chunks)), desc="aiforge embed", unit="text") if shown else None
-
-        async def worker() -> None:
-            while pending:
-                chunk = pending.pop()
-                vectors.update(await self.embed_chunk(chunk))
-                if bar is not None:
-                    bar.update(len(chunk))
-
-        tasks = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(chunks)))]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            if bar is not None:
-                bar.close()
-        return vectors
-
-    async def embed_chunk(self, texts: list[str]) -> dict[str, np.ndarray]:
-        """One request: its vectors normalised, priced, recorded and cached (only when the whole request succeeded)."""
-        agent = self.agent
-        result = await self.provider.embed(texts, self.model)
-        rows = _unit_rows(result.vectors, len(texts), self.provider_name)
-        free = self.provider.free
-        cost, priced = (0.0, True) if free else price_of(result.usage, self.model, agent.settings.PRICES)
-        agent.cost_tracker.record(
-            result.usage, self.model, provider=self.provider_name, kind="embedding",
-            price_overrides=agent.settings.PRICES, free=free,
-        )
-        self.usage += result.usage
-        self.cost += cost
-        self.priced &= priced
-        self.requests += 1
-        if self.cache is not None:
-            weights = [estimate_tokens(text) for text in texts]
-            total = sum(weights)
-            for text, row, weight in zip(texts, rows, weights, strict=True):
-                self.cache.put(self.key(text), _encoded(row), cost=cost * weight / total if total else 0.0)
-        return dict(zip(texts, rows, strict=True))
-
-    def result(self, texts: list[str], vectors: dict[str, np.ndarray], *, embedded: int, cached: int) -> EmbeddingRun:
-        import numpy as np
-
-        dims = {row.shape[0] for row in vectors.values()}
-        if len(dims) > 1:
-            raise ConfigError(
-                f"the embeddings of these texts have different lengths {sorted(dims)}: the cache holds vectors of "
-                f"another model under the name {self.model!r}; run with cache=False or clear the cache"
-            )
-        dim = dims.pop() if dims else 0
-        matrix = np.stack([vectors[text] for text in texts]) if texts else np.zeros((0, dim), dtype=np.float32)
-        return EmbeddingRun(
-            vectors=matrix, model=self.model, usage=self.usage, cost=self.cost, priced=self.priced,
-            requests=self.requests, embedded=embedded, cached=cached, saved_cost=self.saved_cost, dim=dim,
-        )
-
-
-def _unit_rows(vectors: Any, count: int, provider: str) -> np.ndarray:
-    """A provider's vectors as float32 rows of unit length (a zero row stays zero); checks there is one per text."""
+def _result(
+    run: EmbeddingRequests, texts: list[str], vectors: dict[str, np.ndarray], *, embedded: int, cached: int
+) -> EmbeddingRun:
+    """The vectors of ``texts`` in order, as one matrix, with what ``run``'s requests cost."""
     import numpy as np
 
-    matrix = np.asarray(vectors, dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != count or not np.isfinite(matrix).all():
-        raise ProviderError(
-            f"the {provider} provider returned embeddings of shape {matrix.shape} (finite: "
-            f"{bool(np.isfinite(matrix).all())}) for {count} texts",
-            provider=provider,
+    dims = {row.shape[0] for row in vectors.values()}
+    if len(dims) > 1:
+        raise ConfigError(
+            f"the embeddings of these texts have different lengths {sorted(dims)}: the cache holds vectors of "
+            f"another model under the name {run.model!r}; run with cache=False or clear the cache"
         )
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    unit: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-    return unit
-
-
-def _encoded(row: np.ndarray) -> dict[str, Any]:
-    """A cache payload for one vector: its little-endian float32 bytes in base64 (a quarter of its JSON)."""
-    return {"embedding": base64.b64encode(row.astype("<f4").tobytes()).decode("ascii"), "dim": int(row.shape[0])}
-
-
-def _decoded(payload: dict[str, Any]) -> np.ndarray:
-    import numpy as np
-
-    return np.frombuffer(base64.b64decode(payload["embedding"]), dtype="<f4").astype(np.float32)
+    dim = dims.pop() if dims else 0
+    matrix = np.stack([vectors[text] for text in texts]) if texts else np.zeros((0, dim), dtype=np.float32)
+    return EmbeddingRun(
+        vectors=matrix,
+        model=run.model,
+        usage=run.usage,
+        cost=run.cost,
+        priced=run.priced,
+        requests=run.requests,
+        embedded=embedded,
+        cached=cached,
+        saved_cost=run.saved_cost,
+        dim=dim,
+    )

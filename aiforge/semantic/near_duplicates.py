@@ -22,6 +22,9 @@ threshold, or a pair the model confirmed), so one false pair adds one row to a g
 Two members of a group need not be duplicates of each other, and which text a group starts from follows the
 order of the rows. A missing value (None, NaN) is a group of its own: there is nothing to compare. On a chat
 model's pooled vectors (the embedded model's) it warns first (``batch.embedded.ChatModelVectorsWarning``).
+
+What a call asks (``threshold=``, ``confirm=``, ``prompt=`` as a ``Band`` and a ``DedupRequest``) is
+``semantic.dedup_request``; its names are importable from here too.
 """
 
 from __future__ import annotations
@@ -32,8 +35,15 @@ from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.identity import check_budget_enforceable
 from aiforge.core.report import SharedOnDeepcopy
-from aiforge.core.templates import RowTemplate
 from aiforge.core.types import UsageError
+from aiforge.semantic.dedup_request import CONFIRM_BAND as CONFIRM_BAND
+from aiforge.semantic.dedup_request import CONFIRM_PROMPT as CONFIRM_PROMPT
+from aiforge.semantic.dedup_request import DEFAULT_THRESHOLD as DEFAULT_THRESHOLD
+from aiforge.semantic.dedup_request import PAIR_FIELDS
+from aiforge.semantic.dedup_request import Band as Band
+from aiforge.semantic.dedup_request import DedupRequest as DedupRequest
+from aiforge.semantic.dedup_request import confirm_template as confirm_template
+from aiforge.semantic.dedup_request import similarity_band as similarity_band
 from aiforge.semantic.distinct import DistinctTexts, embed_distinct
 from aiforge.semantic.similarity import BandOverflow, leader_groups, unit_rows
 
@@ -45,60 +55,13 @@ if TYPE_CHECKING:
     from aiforge.chat.agent import ChatAgent
     from aiforge.semantic.embeddings import EmbeddingReport, EmbeddingRun
 
-DEFAULT_THRESHOLD = 0.9
-"""Cosine similarity at or above which two texts are duplicates when ``threshold=`` is not given and the embedding
-model has no threshold of its own (``semantic.dedup_thresholds``)."""
-CONFIRM_BAND = 0.1
-"""``confirm=True`` asks the model about pairs within this much below the threshold."""
 DUPLICATE_OF = "duplicate_of"
 """The name of ``dedup``'s Series: each row's group, as the index label of the group's first row (of which the row
 is a duplicate)."""
 MAX_BORDERLINE = 200_000
 """The most pairs ``confirm=`` asks about in one call (each is a request)."""
-PAIR_FIELDS = ("left", "right")
-CONFIRM_PROMPT = (
-    "Are these two texts duplicates: the same request, item or entity, possibly worded differently? "
-    "Answer true if they are, false if they only share a topic.\n\nFirst text:\n{left}\n\nSecond text:\n{right}"
-)
-"""What ``confirm=`` asks of each borderline pair, as a ``bool``; ``prompt=`` replaces it."""
-
 PairAsker = Callable[[list[tuple[str, str]]], list[bool]]
 """Borderline pairs of texts -> whether each is a duplicate (the model's answer; False for a failed pair)."""
-
-
-@dataclass(frozen=True)
-class Band:
-    """Similarity cut-offs: a pair at or above ``accept`` is a duplicate; in ``[ask, accept)`` it is asked."""
-
-    ask: float
-    accept: float
-    default: bool = field(default=False, compare=False, repr=False)
-    """``threshold=`` was not given: ``dedup`` takes the embedding model's (``semantic.dedup_thresholds``)."""
-
-    @property
-    def confirms(self) -> bool:
-        return self.ask < self.accept
-
-    def for_model(self, model: str) -> Band:
-        """This band at ``model``'s own threshold (``semantic.dedup_thresholds``) when none was given, a confirming
-        band keeping its width below it; else this band."""
-        from aiforge.semantic.dedup_thresholds import default_threshold
-
-        if not self.default:
-            return self
-        accept = default_threshold(model)
-        return Band(round(max(accept - (self.accept - self.ask), 0.0), 6), accept)
-
-
-@dataclass(frozen=True)
-class DedupRequest:
-    """What one ``dedup`` call asks, apart from the rows: the band, the pair prompt, the confirmation's options."""
-
-    band: Band
-    prompt: str = CONFIRM_PROMPT
-    concurrency: int = 10
-    options: dict[str, Any] = field(default_factory=dict)
-    """``run_batch``'s options for the confirmation batch (``cache``, ``max_cost``, ``checkpoint``...)."""
 
 
 @dataclass
@@ -149,47 +112,6 @@ class DedupReport(SharedOnDeepcopy):
     def failed(self) -> list[BatchFailure]:
         """The confirmation's failed pairs (each counts as not a duplicate; the same as ``confirmation.failed``)."""
         return [] if self.confirmation is None else list(self.confirmation.failed)
-
-
-def similarity_band(threshold: float | None, confirm: bool | tuple[float, float]) -> Band:
-    """The band that ``threshold=`` and ``confirm=`` describe; a ``UsageError`` naming what does not fit.
-
-    >>> similarity_band(0.9, True)
-    Band(ask=0.8, accept=0.9)
-    """
-    if isinstance(confirm, bool):
-        accept = _similarity("threshold", DEFAULT_THRESHOLD if threshold is None else threshold)
-        return Band(round(max(accept - CONFIRM_BAND, 0.0), 6) if confirm else accept, accept, threshold is None)
-    if not isinstance(confirm, tuple | list) or len(confirm) != 2:
-        raise UsageError(
-            f"dedup: confirm= is True, False or a band (low, high) like (0.8, 0.9), got {confirm!r}."
-        )
-    low, high = _similarity("confirm's low end", confirm[0]), _similarity("confirm's high end", confirm[1])
-    if not low < high:
-        raise UsageError(f"dedup: confirm=({low}, {high}) must go from low to high, e.g. confirm=(0.8, 0.9).")
-    if threshold is not None and threshold != high:
-        raise UsageError(
-            f"dedup: threshold={threshold} and confirm=({low}, {high}) disagree: with a band, pairs at its high "
-            f"end or above are duplicates. Give one: threshold={threshold}, confirm=True, or confirm=({low}, {high})."
-        )
-    return Band(low, high)
-
-
-def confirm_template(prompt: str | None) -> str:
-    """The pair prompt ``confirm=`` asks with: ``prompt`` checked to name ``{left}`` and ``{right}``, or the default."""
-    if prompt is None:
-        return CONFIRM_PROMPT
-    if not isinstance(prompt, str):
-        raise UsageError(f"dedup: prompt= is a template naming {{left}} and {{right}}, got {type(prompt).__name__}.")
-    fields = set(RowTemplate(prompt).fields)
-    if fields != set(PAIR_FIELDS):
-        odd = sorted(fields - set(PAIR_FIELDS))
-        named = f" (it names {', '.join(f'{{{name}}}' for name in odd)})" if odd else ""
-        raise UsageError(
-            "dedup: prompt= is asked of two texts and must name both {left} and {right}, and nothing else"
-            f"{named}: e.g. 'Same customer request? {{left}} / {{right}}'."
-        )
-    return prompt
 
 
 def duplicate_ids(values: pd.Series, agent: ChatAgent, request: DedupRequest) -> tuple[pd.Series, DedupReport]:
@@ -299,8 +221,9 @@ def group_texts(
             if same:
                 confirmed.setdefault(later, []).append((similarity, earlier))
         for later in sorted(confirmed):  # an earlier text has settled before a later one may join it
-            leading = [(similarity, -earlier) for similarity, earlier in confirmed[later]
-                       if representative[earlier] == earlier]
+            leading = [
+                (similarity, -earlier) for similarity, earlier in confirmed[later] if representative[earlier] == earlier
+            ]
             if leading:
                 representative[later] = -max(leading)[1]  # the most similar; the earliest of equals
     return representative, report
@@ -313,21 +236,8 @@ def ask_pairs(
     import pandas as pd
 
     frame = pd.DataFrame(pairs, columns=list(PAIR_FIELDS))
-    batch: BatchResult = agent.run_batch(
-        frame, concurrency, max(len(frame), 1), output=bool, prompt=prompt, **options
-    )
+    batch: BatchResult = agent.run_batch(frame, concurrency, max(len(frame), 1), output=bool, prompt=prompt, **options)
     answers = [False] * len(pairs)
     for position, result in zip(batch.indices, batch.results, strict=True):
         answers[position] = result.output is True
     return answers, batch
-
-
-def _similarity(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise UsageError(f"dedup: {name} is a cosine similarity in (0, 1], got {value!r}.")
-    if not 0 < value <= 1:
-        raise UsageError(
-            f"dedup: {name}={value} is outside (0, 1]: a cosine similarity of 1 is the same direction, 0 unrelated "
-            "(and every pair would be a candidate). Typical thresholds are 0.85-0.95."
-        )
-    return float(value)

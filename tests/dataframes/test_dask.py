@@ -25,7 +25,7 @@ from distributed import Client  # noqa: E402
 import aiforge  # noqa: E402,F401 - registers the accessors
 from aiforge import ChatAgent  # noqa: E402
 from aiforge.core.report import OperationReport  # noqa: E402
-from aiforge.dataframes.dask_accessor import JobSummary, job_summary  # noqa: E402
+from aiforge.dataframes.dask import JobSummary, job_summary  # noqa: E402
 from fakellm import LLMServer, RecordedRequest, Reply  # noqa: E402
 from tests.support.dask_cluster import local_client, openai_env  # noqa: E402
 
@@ -246,7 +246,7 @@ def test_a_worker_killed_mid_partition_is_retried_and_answered_rows_are_not_aske
 def test_compute_shows_one_bar_on_the_client_over_the_partitions(
     client: Client, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from aiforge.dataframes.dask_accessor import compute
+    from aiforge.dataframes.dask import compute
 
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
     ddf = dd.from_pandas(rows(9), npartitions=3)

@@ -17,7 +17,7 @@ from distributed import Client  # noqa: E402
 import aiforge  # noqa: E402,F401 - registers the accessors
 from aiforge import ChatAgent  # noqa: E402
 from aiforge.core.types import UsageError  # noqa: E402
-from aiforge.dataframes.dask_accessor import job_summary  # noqa: E402
+from aiforge.dataframes.dask import job_summary  # noqa: E402
 from aiforge.semantic.embed_column import embedding_matrix  # noqa: E402
 from fakellm import LLMServer  # noqa: E402
 from tests.support.dask_cluster import local_client, openai_env  # noqa: E402

@@ -17,7 +17,7 @@ import aiforge  # noqa: E402,F401 - registers the accessors
 from aiforge.batch import embedded  # noqa: E402
 from aiforge.batch.embedded import EmbeddedModelWarning  # noqa: E402
 from aiforge.core.errors import ChatModelVectorsWarning
-from aiforge.dataframes.dask_accessor import job_summary  # noqa: E402
+from aiforge.dataframes.dask import job_summary  # noqa: E402
 from tests.support.dask_cluster import local_client  # noqa: E402
 
 pytestmark = pytest.mark.embedded

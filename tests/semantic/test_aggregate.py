@@ -25,7 +25,7 @@ from aiforge.core.context_windows import DEFAULT_CONTEXT_WINDOW, context_window
 from aiforge.core.errors import AggregationError, BatchInterrupted, TruncatedRowWarning
 from aiforge.core.tokens import CHARS_PER_TOKEN
 from aiforge.core.types import ConfigError, UsageError
-from aiforge.semantic.aggregate import AggReport
+from aiforge.semantic.agg.report import AggReport
 from fakellm import Fault, LLMServer, RecordedRequest, Reply, estimate_input_tokens
 
 KEY = "sk-agg-test-key-0123456789"
@@ -100,7 +100,7 @@ def test_context_windows_come_from_the_model_table_the_setting_or_the_default() 
 @pytest.mark.embedded  # builds a provider='local' agent: needs the local extra (not in CI's lowest-versions venv)
 def test_the_embedded_model_window_is_the_context_its_engine_loads() -> None:
     from aiforge import ChatAgent
-    from aiforge.semantic.aggregate import agent_context_window
+    from aiforge.semantic.agg.reduce import agent_context_window
 
     assert agent_context_window(ChatAgent(provider="local", LOCAL_CONTEXT_SIZE=2048)) == 2048  # nothing loads
     assert agent_context_window(ChatAgent(provider="local", LOCAL_CONTEXT_SIZE=2048, CONTEXT_WINDOW=1000)) == 1000

@@ -16,7 +16,7 @@ from aiforge import ChatAgent
 from aiforge.core.types import UsageError
 from aiforge.providers.scripted import ScriptedProvider
 from aiforge.semantic.join import CLASSIFY_MAX_RIGHT, JoinReport
-from aiforge.semantic.join_candidates import nearest
+from aiforge.semantic.join.candidates import nearest
 from bench.semantic_join import PROMPT, join_set, scores, scripted_reply, truth_answer
 from fakellm import LLMServer, Reply
 

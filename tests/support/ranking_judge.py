@@ -1,7 +1,7 @@
 """A scripted model that answers ``topk``'s requests from a hidden score of each row's text.
 
 ``ranking_judge(score)`` reads the rows out of a window or a pair request (the layout of
-``aiforge.semantic.topk_prompts``) and answers as a perfect judge would: the ids of the best rows, best first,
+``aiforge.semantic.topk.prompts``) and answers as a perfect judge would: the ids of the best rows, best first,
 or the letter of the better row. ``wrong(a, b)`` (optional) says when it answers a pair the wrong way round.
 """
 

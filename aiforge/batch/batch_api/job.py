@@ -24,7 +24,8 @@ import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from aiforge.batch.batch_api.requests import batch_requests, call_params, index_of, to_result
+from aiforge.batch.batch_api.finished import job_result, record_finished
+from aiforge.batch.batch_api.requests import batch_requests, call_params, index_of
 from aiforge.batch.batch_api.status import JobStatus, job_status
 from aiforge.batch.identity import batch_identity
 from aiforge.batch.results import BatchFailure, BatchResult
@@ -33,9 +34,6 @@ from aiforge.core.aio import run_sync
 from aiforge.core.errors import (
     ItemNotRunError,
     JobNotFinishedError,
-    MissingValueError,
-    OutputRefusedError,
-    OutputValidationError,
 )
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import BatchPrompts, RowTemplate, batch_prompts
@@ -74,7 +72,7 @@ class BatchJob:
         self.reattached = False
         """True when ``submit_batch(..., checkpoint=)`` found this batch's job in the checkpoint (nothing submitted)."""
         self.store: Checkpoint | None = None
-        """The checkpoint at ``checkpoint`` once opened for this batch (``_record`` writes to it)."""
+        """The checkpoint at ``checkpoint`` once opened for this batch (``record_finished`` writes to it)."""
         self._started = time.monotonic()
         self._last: dict[str, BatchStatus] = {}
 
@@ -156,35 +154,21 @@ class BatchJob:
         if not status.final:
             raise JobNotFinishedError(f"batch job {self.id} is {status}; call wait() first")
         outcomes: dict[int, Any] = {}
-        state_of: dict[int, str] = {}
         for job in status.jobs:
             found = {} if job.state == "failed" else await self.api.results(job.id, self.params)
             for key, found_outcome in found.items():
                 index = index_of(key)
                 if index is not None:
-                    outcomes[index], state_of[index] = found_outcome, job.state
+                    outcomes[index] = found_outcome
         inputs = self.inputs if self.inputs is not None else await self._recovered_inputs(outcomes)
-        result = BatchResult(
-            self.module.result_type(), inputs=inputs, wall_time_s=time.monotonic() - self._started,
-            index=self.index, output=self.output,
-        )
         reason = next((job.state for job in status.jobs if job.state != "completed"), "failed")
-        for index in range(len(inputs)):
-            error: BaseException
-            if index in self.missing:
-                error = MissingValueError(self.missing[index])
-            elif isinstance(outcome := outcomes.get(index, ItemNotRunError(reason)), BaseException):
-                error = outcome
-            else:
-                try:
-                    result.results.append(to_result(self.module, outcome, self.output, self.api.discount))
-                    result.indices.append(index)
-                    continue
-                except (OutputValidationError, OutputRefusedError) as exc:
-                    error = exc
-            result.fail(index, error)
+        result = job_result(
+            self.module, inputs, outcomes, missing=self.missing, reason=reason, output=self.output,
+            discount=self.api.discount, index=self.index, wall_time_s=time.monotonic() - self._started,
+        )
         self.not_run = [f for f in result.failed if isinstance(f.error, ItemNotRunError)]
-        self._record(result)
+        if self.checkpoint is not None:
+            record_finished(result, self.module, self.output, self.checkpoint, self.store)
         return result
 
     def results(self) -> BatchResult:
@@ -203,21 +187,6 @@ class BatchJob:
         count = max([*texts, *outcomes, *self.missing], default=-1) + 1
         self.inputs = [texts.get(i, "") for i in range(count)]
         return self.inputs
-
-    def _record(self, result: BatchResult) -> None:
-        """Write the finished items to the ``checkpoint`` ``run_batch`` reads for the same batch."""
-        if self.checkpoint is None:
-            return
-        # The very checkpoint run_batch opens for these inputs and settings.
-        checkpoint = self.store or open_checkpoint(
-            self.checkpoint, batch_identity(self.module, result.inputs, self.output), False
-        )
-        assert checkpoint is not None  # a path gives a checkpoint
-        for index, item in zip(result.indices, result.results, strict=True):
-            checkpoint.record(index, payload=item.to_payload())
-        for failure in result.failed:
-            if not isinstance(failure.error, MissingValueError):
-                checkpoint.record(failure.position, error=f"{type(failure.error).__name__}: {failure.error}")
 
     # -- submitting and attaching -----------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """pandas data to ``agg``'s groups of rows and back: a frame, a Series, a ``groupby`` and its keys.
 
-The prompt names the columns each row is read from (``semantic.agg_chunks.AggInstruction``); a row whose named
+The prompt names the columns each row is read from (``agg.chunks.AggInstruction``); a row whose named
 values are all missing is left out, as pandas' reductions skip NA. Groups are pandas' own: ``ngroup()`` says
 which group a row is in and ``size()`` gives the result's index, so several keys give a MultiIndex and the
 groupby's ``dropna``, ``observed`` and ``sort`` hold as in any pandas aggregation (a category with no row,
@@ -18,8 +18,9 @@ import pandas as pd
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.templates import VALUE_FIELD, RowTemplate
 from aiforge.core.types import UsageError
-from aiforge.semantic.agg_chunks import AggInstruction, row_text
-from aiforge.semantic.aggregate import AggReport, check_groups, reduce_groups
+from aiforge.semantic.agg.chunks import AggInstruction, row_text
+from aiforge.semantic.agg.reduce import check_groups, reduce_groups
+from aiforge.semantic.agg.report import AggReport
 
 if TYPE_CHECKING:
     from pandas.core.groupby import DataFrameGroupBy, SeriesGroupBy

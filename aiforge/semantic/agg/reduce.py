@@ -1,6 +1,6 @@
 """``agg``: groups of rows of any length, each reduced to one answer by a tree of requests under the context window.
 
-Level 0 packs each group's rows into chunks (``agg_chunks``), each answered; while a group has more than one
+Level 0 packs each group's rows into chunks (``agg.chunks``), each answered; while a group has more than one
 answer, its answers are packed into fold chunks and answered again, level by level, until one remains. Every
 level is one ``run_batch`` over the chunk prompts of all unfinished groups (its concurrency, cache, checkpoint,
 budget, progress and per-chunk failures), two when ``output=`` is given and some groups finish on that level
@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,100 +30,14 @@ from aiforge.core.context_windows import context_window
 from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.errors import AggregationError, BatchInterrupted, TruncatedRowWarning
 from aiforge.core.output import OutputSpec
-from aiforge.core.report import SharedOnDeepcopy
 from aiforge.core.types import ContextWindowExceededError, UsageError
-from aiforge.semantic.agg_chunks import ANSWERS, ROWS, ChunkBudget, Kind, chunk_prompt, pack
+from aiforge.semantic.agg.chunks import ANSWERS, ROWS, ChunkBudget, Kind, chunk_prompt, pack
+from aiforge.semantic.agg.report import AggLevel, AggReport
 
 if TYPE_CHECKING:
     from aiforge.batch.results import BatchFailure, BatchResult
     from aiforge.chat.agent import ChatAgent
     from aiforge.chat.response import ChatResponse
-
-
-@dataclass
-class AggLevel:
-    """One level of the tree: how many chunks it had and the batches that answered them (none when every chunk's
-    answer was kept from an earlier run of the same call)."""
-
-    level: int
-    chunks: int
-    batches: list[BatchResult] = field(default_factory=list)
-
-    @property
-    def requests(self) -> int:
-        """Requests this level made (cache hits, duplicates and kept answers are not requests)."""
-        return sum(sum(not getattr(r, "cached", False) for r in batch.results) for batch in self.batches)
-
-
-@dataclass
-class PartitionTotals:
-    """What the partitions of a Dask ``agg`` spent reducing their own rows, before the fold across them."""
-
-    partitions: int = 0
-    requests: int = 0
-    tokens: int = 0
-    cost: float = 0.0
-    largest_request: int = 0
-    """Estimated tokens of the largest request any partition built."""
-
-
-@dataclass
-class AggReport(SharedOnDeepcopy):
-    """What an ``agg`` call did: its levels and batches, their costs and tokens summed; ``result.attrs["aiforge"]``,
-    an ``OperationReport`` (``core.report``)."""
-
-    context_window: int
-    """The ``CONTEXT_WINDOW`` requests were packed under."""
-    request_limit: int
-    """The most tokens a request was estimated at: the window less ``agg_chunks.SAFETY_MARGIN``."""
-    levels: list[AggLevel] = field(default_factory=list)
-    largest_request: int = 0
-    """Estimated tokens (``core.tokens``) of the largest request built, answer reserved: at most ``request_limit``."""
-    truncated: int = 0
-    """Rows or partial answers cut to fit a request (``TruncatedRowWarning``)."""
-    partitions: PartitionTotals | None = None
-    """On Dask: what the partitions spent below ``levels`` (the fold across them); added into the totals."""
-
-    @property
-    def batches(self) -> list[BatchResult]:
-        return [batch for level in self.levels for batch in level.batches]
-
-    @property
-    def total_cost(self) -> float:
-        """USD of every level's requests (a Dask job's partitions' included)."""
-        below = 0.0 if self.partitions is None else self.partitions.cost
-        return below + sum(batch.total_cost for batch in self.batches)
-
-    @property
-    def total_tokens(self) -> int:
-        """Input and output tokens of every level's requests (a Dask job's partitions' included)."""
-        below = 0 if self.partitions is None else self.partitions.tokens
-        return below + sum(batch.total_tokens for batch in self.batches)
-
-    @property
-    def requests(self) -> int:
-        """Requests made (a Dask job's partitions' included)."""
-        below = 0 if self.partitions is None else self.partitions.requests
-        return below + sum(level.requests for level in self.levels)
-
-    @property
-    def failed(self) -> list[BatchFailure]:
-        """Chunks whose request failed, over every level: empty for a finished call (a failed chunk raises
-        ``AggregationError``, and the same call asks it again)."""
-        return [failure for batch in self.batches for failure in batch.failed]
-
-    @property
-    def chunks(self) -> int:
-        """Chunk prompts over all levels (each a request, unless answered by the cache or an earlier run)."""
-        return sum(level.chunks for level in self.levels)
-
-    def __repr__(self) -> str:
-        shape = " -> ".join(str(level.chunks) for level in self.levels)
-        return (
-            f"AggReport(levels={len(self.levels)}, chunks={shape}, requests={self.requests}, "
-            f"total_tokens={self.total_tokens}, total_cost={self.total_cost:.6f}, "
-            f"largest_request={self.largest_request}/{self.context_window}, truncated={self.truncated})"
-        )
 
 
 @dataclass(frozen=True)

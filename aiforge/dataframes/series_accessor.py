@@ -1,0 +1,83 @@
+"""``s.aiforge``: the Series accessor registered with pandas. Prompts say ``{value}`` (or the Series' name); the
+row and whole-column operations are shared with ``df.aiforge``, and extract, dedup, cluster and embed read the
+values themselves where the frame's name a text column.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from aiforge.batch.options import DEFAULT_CONCURRENCY, with_options
+from aiforge.dataframes.column_operations import ColumnOperations
+from aiforge.dataframes.results import ATTRS_KEY
+from aiforge.dataframes.row_operations import RowOperations
+
+if TYPE_CHECKING:
+    from aiforge.chat.agent import ChatAgent
+
+
+@pd.api.extensions.register_series_accessor(ATTRS_KEY)
+class SeriesOperations(RowOperations, ColumnOperations):
+    """``s.aiforge.map / classify / filter / extract`` over the values; prompts say ``{value}``."""
+
+    _data: pd.Series
+
+    def __init__(self, data: pd.Series) -> None:
+        self._data = data
+
+    @with_options
+    def extract(
+        self,
+        output: Any,
+        *,
+        agent: ChatAgent | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        **settings: Any,
+    ) -> pd.DataFrame:
+        """The fields of ``output`` (a type) extracted from each text value, on the Series' index."""
+        return self._extract(self._data, output, agent, concurrency, settings)
+
+    def dedup(
+        self,
+        threshold: float | None = None,
+        *,
+        confirm: bool | tuple[float, float] = False,
+        prompt: str | None = None,
+        agent: ChatAgent | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        **settings: Any,
+    ) -> pd.Series:
+        """``duplicate_of`` of each value: the index label of its near-duplicate group's first row; see
+        ``df.aiforge.dedup``::
+
+            ids = df["ticket"].aiforge.dedup(0.9)
+        """
+        return self._dedup(self._data, threshold, confirm, prompt, agent, concurrency, settings)
+
+    def cluster(self, n_clusters: int, *, seed: int = 0, agent: ChatAgent | None = None, **settings: Any) -> pd.Series:
+        """Each value's topic cluster; see ``df.aiforge.cluster``.
+
+        On a frame's column::
+
+            topics = df["ticket"].aiforge.cluster(8)
+        """
+        return self._cluster(self._data, n_clusters, seed, agent, settings)
+
+    def embed(
+        self,
+        *,
+        agent: ChatAgent | None = None,
+        model: str | None = None,
+        cache: Any = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        batch_size: int | None = None,
+        **settings: Any,
+    ) -> pd.Series:
+        """The embedding of each text value: a Series ``<name>_embedding`` (``embedding`` unnamed); see
+        ``DataFrameOperations.embed``::
+
+            vectors = df["review"].aiforge.embed(provider="openai")
+        """
+        return self._embed(self._data, agent, model, cache, concurrency, batch_size, settings)

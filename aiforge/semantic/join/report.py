@@ -1,0 +1,87 @@
+"""What a semantic join asked and spent (``JoinReport``, ``result.attrs["aiforge"]``), each question or row that got
+no answer (``JoinFailure``), and the warning that says how many."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiforge.batch.results import BatchResult
+from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.errors import FailedRowsWarning, MissingValueError
+from aiforge.core.report import SharedOnDeepcopy
+
+
+@dataclass(frozen=True, slots=True)
+class JoinFailure:
+    """A question of the join that got no answer, or a row that was not asked (a missing value)."""
+
+    left: Any
+    """The left row's index label (None: a right row not asked)."""
+    right: Any
+    """The right row's index label (None: a left row's classification over every right row, or a left row)."""
+    error: BaseException
+
+
+@dataclass(slots=True)
+class JoinReport(SharedOnDeepcopy):
+    """What a semantic join asked and spent: ``result.attrs["aiforge"]``."""
+
+    strategy: str
+    """``"classify"`` or ``"candidates"``: the strategy that ran."""
+    k: int | None
+    """Candidates per left row (``"candidates"`` only)."""
+    naive_questions: int
+    """n x m: the pairs of distinct rows a question per pair would have asked."""
+    questions: int = 0
+    """Distinct questions sent to the model (one per distinct left row, or per proposed pair)."""
+    chat_requests: int = 0
+    """Model requests those questions made (output retries included; none for a cached answer)."""
+    embedding_requests: int = 0
+    """Embeddings requests sent (``"candidates"`` only)."""
+    embedded_texts: int = 0
+    """Distinct texts embedded (texts served by the response cache not counted)."""
+    embedding_tokens: int = 0
+    embedding_cost: float = 0.0
+    matches: int = 0
+    """Matched row pairs in the result."""
+    batch: BatchResult | None = None
+    """The questions' ``BatchResult`` (per-question costs, tokens, failures)."""
+    failed: list[JoinFailure] = field(default_factory=list)
+    """Every row pair a failed question asked about, and every row not asked (a missing value): none is a "no"."""
+
+    @property
+    def requests(self) -> int:
+        """Chat and embedding requests together."""
+        return self.chat_requests + self.embedding_requests
+
+    @property
+    def total_cost(self) -> float:
+        return self.embedding_cost + (0.0 if self.batch is None else self.batch.total_cost)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.embedding_tokens + (0 if self.batch is None else self.batch.total_tokens)
+
+    def __repr__(self) -> str:
+        k = f", k={self.k}" if self.k is not None else ""
+        return (
+            f"JoinReport(strategy={self.strategy!r}{k}, matches={self.matches}, questions={self.questions} of "
+            f"{self.naive_questions}, requests={self.requests} (chat {self.chat_requests}, embeddings "
+            f"{self.embedding_requests}), failed={len(self.failed)}, total_cost={self.total_cost:.6f})"
+        )
+
+
+def warn_if_failed(report: JoinReport) -> None:
+    unanswered = 0 if report.batch is None else len(report.batch.failed)
+    missing = sum(isinstance(f.error, MissingValueError) for f in report.failed)
+    said = [
+        f"{unanswered} question(s) got no answer, so the pairs they ask about are left out, not decided as no match"
+    ] * bool(unanswered) + [f"{missing} row(s) with a missing value were not asked"] * bool(missing)
+    if said:
+        warnings.warn(
+            f"join: {'; '.join(said)}: see result.attrs['aiforge'].failed.",
+            FailedRowsWarning,
+            stacklevel=_caller_stacklevel(),
+        )
