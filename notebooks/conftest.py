@@ -22,7 +22,7 @@ if str(ROOT) not in sys.path:  # pytest puts only this folder on sys.path (it is
 
 from tests.notebooks.refresh_outputs import kernel_environment  # noqa: E402
 from tests.support.isolation import isolate_home  # noqa: E402
-from tests.support.workers import no_workers_for_named_files, share_a_worker  # noqa: E402
+from tests.support.workers import no_workers_for_named_files  # noqa: E402
 
 kernel_environment()
 ISOLATED_HOME = isolate_home()
@@ -77,10 +77,6 @@ class NotebookStores:
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
     no_workers_for_named_files(config)  # before pytest-xdist reads addopts' -n 4
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    share_a_worker(items)  # a notebook's cells on one worker, in order (pytest -n, the test command)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.support.isolation import isolate_home
-from tests.support.workers import no_workers_for_named_files, share_a_worker
+from tests.support.workers import no_workers_for_named_files
 
 # A suite started in the background (`pytest ... &` in a script, nohup) inherits SIGINT ignored, and Python then
 # installs no KeyboardInterrupt handler: the tests that press Ctrl-C with a real SIGINT would see nothing happen.
@@ -78,7 +78,6 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Plain ``pytest`` runs the fast tests: items marked slow/embedded/browser are deselected (not skipped),
     unless ``--all`` or ``-m`` was given, or the item's file was named on the command line."""
-    share_a_worker(items)
     if config.getoption("--all") or config.option.markexpr:
         return
     named = _named_files(config)

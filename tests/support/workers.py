@@ -1,33 +1,13 @@
-"""Which tests must run on the same pytest-xdist worker (``--dist loadgroup``, pyproject.toml's addopts).
+"""How the tests use pytest-xdist's workers (pyproject.toml's addopts: ``-n 4 --dist loadfile``).
 
-Tests are spread over worker processes one by one, except those of one ``xdist_group``: a group runs on one
-worker. ``share_a_worker`` puts in one group, named for the file, every test of a file that uses a module-scoped
-fixture (a Dask cluster, a Jupyter kernel, Chromium, a llama.cpp server: started once per worker that runs any of
-the file's tests, so once), and every cell of a notebook (nbval runs a notebook's cells in order in one kernel).
+``--dist loadfile`` sends all of a file's tests to one worker: a notebook's cells run in order in one kernel, and a
+module-scoped fixture (a Dask cluster, a Jupyter kernel, Chromium, a llama.cpp server) starts once per file.
 Naming a file on the command line turns the workers off (``no_workers_for_named_files``).
 """
 
 from __future__ import annotations
 
 import pytest
-
-_SHARED_SCOPES = {"module", "class", "package"}
-
-
-def share_a_worker(items: list[pytest.Item]) -> None:
-    """Mark the items that must share a worker with ``xdist_group(<their file>)``; call from collection."""
-    for item in items:
-        if any(mark.name == "xdist_group" for mark in item.iter_markers("xdist_group")):
-            continue
-        if item.path.suffix == ".ipynb" or _SHARED_SCOPES & _fixture_scopes(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-
-
-def _fixture_scopes(item: pytest.Item) -> set[str]:
-    fixtures = getattr(item, "_fixtureinfo", None)  # pytest's own record of the fixtures an item uses
-    if fixtures is None:
-        return set()
-    return {definition.scope for definitions in fixtures.name2fixturedefs.values() for definition in definitions}
 
 
 def no_workers_for_named_files(config: pytest.Config) -> None:
