@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
@@ -101,8 +102,14 @@ def _wait_for_idle_kernel(server: LabServer) -> None:
         request = urllib.request.Request(
             f"{server.url}/api/kernels", headers={"Authorization": f"token {server.token}"}
         )
-        with urllib.request.urlopen(request, timeout=5) as response:
-            kernels = json.load(response)
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                kernels = json.load(response)
+        except urllib.error.HTTPError as error:
+            # jupyter_server answers 500 while a kernel is half started (its last_activity still None): ask again
+            if error.code != 500:
+                raise
+            kernels = []
         if kernels and all(k["execution_state"] == "idle" for k in kernels):
             return
         time.sleep(0.5)
