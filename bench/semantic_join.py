@@ -98,6 +98,8 @@ def truth_answer(left: pd.DataFrame, right: pd.DataFrame, truth: set[tuple[str, 
         chosen = [n for n, name in _ITEM.findall(items) if product_of.get(asked["ticket"]) == name]
         if "Reply with the numbers" in items:
             return chosen
+        if "Reply with a list" in items:  # the candidates' single choice: a list of at most one number
+            return chosen[:1]
         return chosen[0] if chosen else "none"
 
     return answer

@@ -20,7 +20,7 @@ from aiforge.dataframes.column_operations import ColumnOperations
 from aiforge.dataframes.results import ATTRS_KEY
 from aiforge.dataframes.row_operations import RowOperations
 from aiforge.semantic.join import semantic_join
-from aiforge.semantic.join.candidates import DEFAULT_K
+from aiforge.semantic.join.choices import TARGET_RECALL
 
 if TYPE_CHECKING:
     from aiforge.chat.agent import ChatAgent
@@ -160,7 +160,8 @@ class DataFrameOperations(RowOperations, ColumnOperations):
         *,
         suffixes: tuple[str | None, str | None] = ("_x", "_y"),
         strategy: str = "auto",
-        candidates: int = DEFAULT_K,
+        candidates: int | str = "auto",
+        target_recall: float = TARGET_RECALL,
         multiple: bool = True,
         agent: ChatAgent | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
@@ -170,8 +171,10 @@ class DataFrameOperations(RowOperations, ColumnOperations):
 
         ``tickets.aiforge.join(products, "Does the ticket {left.text} concern {right.name}?", how="left")``: fields
         name a side and a column. Up to ``semantic.join.CLASSIFY_MAX_RIGHT`` distinct right rows, each left row is
-        one classification over them (``strategy="classify"``); above, the ``candidates`` nearest right rows by
-        embedding are each asked yes/no (``"candidates"``). ``how`` and ``suffixes`` are ``merge``'s; the index is a
+        one classification over them (``strategy="classify"``); above, one multiple-choice question over its
+        ``candidates`` nearest right rows by embedding (``"candidates"``; ``"auto"`` chooses the depth from a sample
+        for ``target_recall``); ``"pairs"`` asks each candidate pair yes/no. ``how`` and ``suffixes`` are
+        ``merge``'s; the index is a
         ``MultiIndex`` ``("left", "right")`` of both rows' labels. ``.attrs["aiforge"]`` is a ``JoinReport``
         (requests, cost, failures). See ``aiforge.semantic.join``.
         """
@@ -186,6 +189,7 @@ class DataFrameOperations(RowOperations, ColumnOperations):
             suffixes=suffixes,
             strategy=strategy,
             candidates=candidates,
+            target_recall=target_recall,
             multiple=multiple,
             agent=agent,
             concurrency=concurrency,

@@ -30,7 +30,9 @@ class PooledChatModel(ScriptedProvider):
 OPERATIONS: dict[str, Callable[[ChatAgent], Any]] = {
     "dedup": lambda agent: TICKETS.aiforge.dedup("text", agent=agent),
     "cluster": lambda agent: TICKETS.aiforge.cluster("text", 2, agent=agent),
-    "join": lambda agent: TICKETS.aiforge.join(PRODUCTS, "{left.text} / {right.name}?", agent=agent, candidates=1),
+    "join": lambda agent: TICKETS.aiforge.join(
+        PRODUCTS, "{left.text} / {right.name}?", agent=agent, strategy="pairs", candidates=1
+    ),
 }
 
 

@@ -112,16 +112,16 @@ def test_auto_classifies_up_to_the_threshold_and_blocks_by_embedding_above() -> 
     assert joined.attrs["aiforge"].strategy == "candidates"
 
 
-# --- candidates by embedding, then a yes/no per pair -----------------------------------------------------------------
+# --- strategy="pairs": candidates by embedding, then a yes/no per pair ------------------------------------------------
 
 
 @pytest.mark.parametrize("k", [5, 10])
-def test_candidates_find_the_known_matches_with_far_fewer_than_n_x_m_requests(k: int) -> None:
+def test_pairs_find_the_known_matches_with_far_fewer_than_n_x_m_requests(k: int) -> None:
     left, right, truth = join_set(200, 200)
     agent = knowing(left, right, truth)
-    joined = left.aiforge.join(right, PROMPT, agent=agent, candidates=k)
+    joined = left.aiforge.join(right, PROMPT, agent=agent, strategy="pairs", candidates=k)
     report = joined.attrs["aiforge"]
-    assert report.strategy == "candidates" and report.naive_questions == 40_000
+    assert report.strategy == "pairs" and report.naive_questions == 40_000 and report.k == k
     assert scores(joined, truth) == (1.0, 1.0) and len(joined) == len(truth) == 180
     chat, embedding = len(agent.provider.calls), len(agent.provider.embed_calls)
     assert (chat, embedding) == (report.chat_requests, report.embedding_requests)
@@ -131,12 +131,12 @@ def test_candidates_find_the_known_matches_with_far_fewer_than_n_x_m_requests(k:
     assert first == f"Does the ticket {left['text'].iloc[0]} concern the product {right.loc['P000', 'name']}?"
 
 
-def test_candidates_embed_each_distinct_text_once_and_ask_each_distinct_pair_once() -> None:
+def test_pairs_embed_each_distinct_text_once_and_ask_each_distinct_pair_once() -> None:
     left, right, truth = join_set(20, 40)
     doubled = pd.concat([left, left.set_axis([f"D{i}" for i in range(20)])])
     truth |= {(f"D{int(t[1:])}", p) for t, p in truth}  # D7 is T007 again
     agent = knowing(doubled, right, truth)
-    joined = doubled.aiforge.join(right, PROMPT, agent=agent, candidates=3)
+    joined = doubled.aiforge.join(right, PROMPT, agent=agent, strategy="pairs", candidates=3)
     assert len(agent.provider.calls) == 20 * 3 == joined.attrs["aiforge"].questions
     assert sorted(text for call in agent.provider.embed_calls for text in call) == sorted(
         [*left["text"], *right["name"]]
@@ -147,7 +147,7 @@ def test_candidates_embed_each_distinct_text_once_and_ask_each_distinct_pair_onc
 def test_a_pair_the_embeddings_do_not_propose_is_never_asked() -> None:
     left, right, truth = join_set(200, 200)
     agent = knowing(left, right, truth)
-    joined = left.aiforge.join(right, PROMPT, agent=agent, candidates=1)
+    joined = left.aiforge.join(right, PROMPT, agent=agent, strategy="pairs", candidates=1)
     recall, precision = scores(joined, truth)
     assert len(agent.provider.calls) == 200 and precision == 1.0 and 0.8 < recall < 1.0
 
@@ -161,17 +161,18 @@ def test_a_failed_pair_decision_is_reported_with_both_labels_and_warned() -> Non
 
     agent = ChatAgent(provider=ScriptedProvider(default=reply), memory="none", output_retries=0)
     with pytest.warns(UserWarning, match=r"3 question\(s\) got no answer"):
-        joined = TICKETS.aiforge.join(PRODUCTS, PROMPT, agent=agent, strategy="candidates", candidates=3)
+        joined = TICKETS.aiforge.join(PRODUCTS, PROMPT, agent=agent, strategy="pairs", candidates=3)
     report = joined.attrs["aiforge"]
     assert sorted((f.left, f.right) for f in report.failed) == [("a", "k"), ("b", "k"), ("c", "k")]
     assert list(joined.index) == [("b", "t")]
 
 
-def test_candidates_through_the_openai_sdk_use_the_embeddings_and_chat_endpoints(srv: LLMServer) -> None:
+def test_pairs_through_the_openai_sdk_use_the_embeddings_and_chat_endpoints(srv: LLMServer) -> None:
     left, right, truth = join_set(60, 60)
     answer = truth_answer(left, right, truth)
     srv.default = lambda request: Reply(output={"value": answer(request.last_user_text)})
-    joined = left.aiforge.join(right, PROMPT, how="left", agent=openai_agent(srv), candidates=5, concurrency=4)
+    agent = openai_agent(srv)
+    joined = left.aiforge.join(right, PROMPT, how="left", agent=agent, strategy="pairs", candidates=5, concurrency=4)
     report = joined.attrs["aiforge"]
     paths = [request.path for request in srv.requests]
     embeddings = [request for request in srv.requests if request.path.endswith("/embeddings")]
@@ -252,9 +253,11 @@ def test_both_unknown_columns_are_named_in_one_error() -> None:
     ("kwargs", "message"),
     [
         ({"how": "cross"}, "how= is one of 'inner', 'left', 'right', 'outer'"),
-        ({"strategy": "pairs"}, "strategy= is one of 'auto', 'classify', 'candidates'"),
+        ({"strategy": "pair"}, "strategy= is one of 'auto', 'classify', 'candidates', 'pairs'"),
         ({"multiple": "yes"}, "multiple= is True"),
-        ({"candidates": 0}, "candidates= .* must be an integer >= 1, got 0"),
+        ({"candidates": 0}, "candidates= .* must be 'auto' or an integer >= 1, got 0"),
+        ({"candidates": "deep"}, "candidates= .* must be 'auto' or an integer >= 1, got 'deep'"),
+        ({"target_recall": 1.5}, r"target_recall= is a share of the matches in \(0, 1\]"),
     ],
 )
 def test_bad_arguments_are_usage_errors_before_any_request(kwargs: dict[str, Any], message: str) -> None:
@@ -319,7 +322,7 @@ def test_nearest_breaks_ties_by_right_position_and_ignores_zero_vectors() -> Non
     ("left", "right", "k", "message"),
     [
         (np.ones((2, 3)), np.ones((2, 4)), 1, "left vectors have 3 dimensions, right vectors 4"),
-        (np.ones((2, 3)), np.ones((2, 3)), 0, r"candidates= \(right rows per left row\) must be an integer >= 1"),
+        (np.ones((2, 3)), np.ones((2, 3)), 0, r"candidates= \(right rows per left row\) must be 'auto' or an int"),
         (np.ones(3), np.ones((2, 3)), 1, "must be a 2-d array"),
         (np.full((1, 2), np.nan), np.ones((2, 2)), 1, "NaN or infinite"),
     ],

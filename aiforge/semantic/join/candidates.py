@@ -16,9 +16,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 DEFAULT_K = 5
-"""Candidates per left row: on the 200 x 200 bench set (bench/semantic_join.py) k=5 already finds every match of
-the scripted embeddings while asking 5 / 200 of the pairs; k=10 costs twice the questions for recall it rarely
-adds. Raise it when one left row has several matches or the texts are paraphrased beyond shared words."""
+"""Candidates per left row for ``strategy="pairs"`` with ``candidates="auto"`` (and for ``"candidates"`` when its
+sample finds no match): on the 200 x 200 bench set (bench/semantic_join.py) k=5 already finds every match of the
+scripted embeddings while asking 5 / 200 of the pairs; k=10 costs twice the questions for recall it rarely adds."""
 _BLOCK_ROWS = 1024
 """Left rows per similarity block: 1024 x m float32 at a time."""
 
@@ -46,7 +46,7 @@ def nearest(left: np.ndarray, right: np.ndarray, k: int) -> np.ndarray:
 def checked_k(k: Any) -> int:
     """``k`` if it is a count of candidates (an integer >= 1); a ``UsageError`` otherwise."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise UsageError(f"join: candidates= (right rows per left row) must be an integer >= 1, got {k!r}.")
+        raise UsageError(f"join: candidates= (right rows per left row) must be 'auto' or an integer >= 1, got {k!r}.")
     return k
 
 

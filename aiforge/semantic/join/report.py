@@ -20,7 +20,8 @@ class JoinFailure:
     left: Any
     """The left row's index label (None: a right row not asked)."""
     right: Any
-    """The right row's index label (None: a left row's classification over every right row, or a left row)."""
+    """The right row's index label (None: a left row's one question over every right row or over its candidates,
+    or a left row not asked)."""
     error: BaseException
 
 
@@ -29,13 +30,13 @@ class JoinReport(SharedOnDeepcopy):
     """What a semantic join asked and spent: ``result.attrs["aiforge"]``."""
 
     strategy: str
-    """``"classify"`` or ``"candidates"``: the strategy that ran."""
+    """``"classify"``, ``"candidates"`` or ``"pairs"``: the strategy that ran."""
     k: int | None
-    """Candidates per left row (``"candidates"`` only)."""
+    """Candidates per left row, the depth (``"candidates"`` and ``"pairs"`` only; None when a side is empty)."""
     naive_questions: int
     """n x m: the pairs of distinct rows a question per pair would have asked."""
     questions: int = 0
-    """Distinct questions sent to the model (one per distinct left row, or per proposed pair)."""
+    """Distinct questions sent to the model (one per distinct left row, or per proposed pair), the sample's too."""
     chat_requests: int = 0
     """Model requests those questions made (output retries included; none for a cached answer)."""
     embedding_requests: int = 0
@@ -50,6 +51,22 @@ class JoinReport(SharedOnDeepcopy):
     """The questions' ``BatchResult`` (per-question costs, tokens, failures)."""
     failed: list[JoinFailure] = field(default_factory=list)
     """Every row pair a failed question asked about, and every row not asked (a missing value): none is a "no"."""
+    depth_how: str = ""
+    """How ``k`` was chosen: given (``candidates=``), or from the sample's matches for ``target_recall``."""
+    estimated_recall: float | None = None
+    """With ``candidates="auto"``: the share of the sample's matches (found among ``k_max`` candidates) that lie
+    within the chosen depth; matches deeper than ``k_max`` or missed by the embeddings are not seen by it."""
+    recall_interval: tuple[float, float] | None = None
+    """A 95 % Wilson interval around ``estimated_recall`` (the sample is small: read the width)."""
+    k_max: int | None = None
+    """The depth the sample's rows were asked at (``candidates="auto"``)."""
+    sample_questions: int = 0
+    """Questions of the sample (also in ``questions``): its rows were asked at ``k_max`` and not again."""
+    sample_batch: BatchResult | None = None
+    """The sample's ``BatchResult`` (its rows that failed were asked again with the others, in ``batch``)."""
+    dropped_numbers: int = 0
+    """Numbers the answers gave that name no listed candidate (0, negative, past the list), and with
+    ``multiple=False`` every number after the first: dropped, matched to nothing."""
 
     @property
     def requests(self) -> int:
@@ -58,14 +75,18 @@ class JoinReport(SharedOnDeepcopy):
 
     @property
     def total_cost(self) -> float:
-        return self.embedding_cost + (0.0 if self.batch is None else self.batch.total_cost)
+        batches = (self.sample_batch, self.batch)
+        return self.embedding_cost + sum(b.total_cost for b in batches if b is not None)
 
     @property
     def total_tokens(self) -> int:
-        return self.embedding_tokens + (0 if self.batch is None else self.batch.total_tokens)
+        batches = (self.sample_batch, self.batch)
+        return self.embedding_tokens + sum(b.total_tokens for b in batches if b is not None)
 
     def __repr__(self) -> str:
         k = f", k={self.k}" if self.k is not None else ""
+        if self.estimated_recall is not None:
+            k += f" (estimated recall {self.estimated_recall:.2f})"
         return (
             f"JoinReport(strategy={self.strategy!r}{k}, matches={self.matches}, questions={self.questions} of "
             f"{self.naive_questions}, requests={self.requests} (chat {self.chat_requests}, embeddings "

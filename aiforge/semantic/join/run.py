@@ -1,17 +1,24 @@
 """A semantic join: the rows of two DataFrames paired where the model says a prompt holds, never n x m questions.
 
 ``semantic_join(left, right, "Does the ticket {left.text} concern the product {right.name}?")`` (the public
-surface is ``left.aiforge.join(right, ...)``) answers one of two ways, chosen by the size of the right side:
+surface is ``left.aiforge.join(right, ...)``) answers one of three ways; ``strategy="auto"`` takes the first or
+the second by the size of the right side:
 
 - ``"classify"`` (at most ``CLASSIFY_MAX_RIGHT`` distinct right rows): one question per distinct left row, listing
   the right rows as numbered items; the answer is the numbers that apply (``multiple=True``, a list that may be
   empty) or one number or ``"none"``. n questions instead of n x m, the rewrite Snowflake reports 15-70x from.
-- ``"candidates"``: both sides embedded (``semantic.embeddings.embed_texts``), the ``candidates`` (k) nearest right
-  rows of each left row proposed (``candidates``), and each proposed pair asked as a yes/no question (a bool
-  output).
-  At most n x k questions, plus the embedding requests; a pair the embeddings do not propose is never asked, so
-  recall is bounded by the blocking step's (``bench/semantic_join.py`` measures both). On a chat model's vectors
-  (the embedded model's) it warns (``ChatModelVectorsWarning``): its neighbours say little.
+- ``"candidates"``: both sides embedded (``semantic.embeddings.embed_texts``), and each distinct left row asked one
+  multiple-choice question over its nearest right rows (``candidates``; ``choices``): a list of the numbers that
+  match, empty for none. n questions, plus the embedding requests. The depth (how many candidates) is
+  ``candidates=`` when a number; ``"auto"`` (the default) chooses it for ``target_recall`` from a sample of left
+  rows asked at ``choices.MAX_DEPTH`` (its answers kept, so no extra request), reported in ``JoinReport``.
+- ``"pairs"`` (only when asked for; the ``"candidates"`` of before issue 32): the same nearest right rows, each pair
+  asked as a yes/no question (a bool output): n x k questions, k = ``candidates`` (``DEFAULT_K`` for ``"auto"``).
+  A model judging one pair at a time may be surer than one picking from a list; it costs k times the requests.
+
+A pair the embeddings do not propose is never asked by either, so recall is bounded by the blocking step's
+(``bench/semantic_join.py`` measures both). On a chat model's vectors (the embedded model's) they warn
+(``ChatModelVectorsWarning``): its neighbours say little.
 
 Rows are compared by the values of the columns the prompt names: identical rows are asked about once, and each
 side's texts are embedded once. A row with a missing or blank value in one of them is asked nothing and matches
@@ -24,28 +31,27 @@ left out, listed in ``JoinReport.failed``, and a warning says how many.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Literal
 
 from aiforge.batch.identity import check_budget_enforceable
 from aiforge.batch.options import DEFAULT_CONCURRENCY, batch_options
-from aiforge.batch.results import BatchResult
 from aiforge.chat.operation_agent import operation_agent
-from aiforge.core.errors import BudgetExceededError, MissingValueError
 from aiforge.core.types import UsageError
+from aiforge.semantic.join.asker import Asker, embedded
 from aiforge.semantic.join.candidates import DEFAULT_K, checked_k, nearest
+from aiforge.semantic.join.choices import TARGET_RECALL, chosen_pairs
 from aiforge.semantic.join.frame import check_how, check_suffixes, joined_frame
 from aiforge.semantic.join.report import JoinFailure, JoinReport, warn_if_failed
 from aiforge.semantic.join.rows import DistinctRows, expanded, missing_rows
-from aiforge.semantic.join.template import PairTemplate, side_text
+from aiforge.semantic.join.template import PairTemplate
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from aiforge.chat.agent import ChatAgent
 
-STRATEGIES = ("auto", "classify", "candidates")
+STRATEGIES = ("auto", "classify", "candidates", "pairs")
 CLASSIFY_MAX_RIGHT = 30
 """``strategy="auto"`` classifies over the right side up to this many distinct right rows. Below it the list fits
 one prompt comfortably (30 short rows are a few hundred tokens) and each left row costs one request instead of k;
@@ -63,7 +69,8 @@ def semantic_join(
     how: str = "inner",
     suffixes: Any = ("_x", "_y"),
     strategy: str = "auto",
-    candidates: int = DEFAULT_K,
+    candidates: int | str = "auto",
+    target_recall: float = TARGET_RECALL,
     multiple: bool = True,
     agent: ChatAgent | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
@@ -74,9 +81,10 @@ def semantic_join(
     >>> semantic_join(tickets, products, "Does the ticket {left.text} concern {right.name}?", how="left")
 
     ``strategy``: ``"auto"`` (classify up to ``CLASSIFY_MAX_RIGHT`` distinct right rows, candidates above),
-    ``"classify"`` or ``"candidates"``; ``candidates`` is the right rows asked about per left row (``k`` is topk's
-    result size; ``k=`` here is a UsageError naming ``candidates=``); ``multiple=False`` lets a left row
-    match at most one right row in the classification. ``cache=``, ``checkpoint=``, ``max_cost=`` and the other
+    ``"classify"``, ``"candidates"`` or ``"pairs"``; ``candidates`` is the right rows asked about per left row, a
+    number or ``"auto"`` (chosen for ``target_recall`` of the matches a sample finds; ``k`` is topk's result size,
+    ``k=`` here is a UsageError naming ``candidates=``); ``multiple=False`` lets a left row match at most one right
+    row (classify and candidates). ``cache=``, ``checkpoint=``, ``max_cost=`` and the other
     batch options go to the questions' ``run_batch``; other keywords are the settings of the agent built when
     ``agent=None``. The module docstring says how each strategy asks; ``join.frame`` what the result looks like.
     """
@@ -85,7 +93,10 @@ def semantic_join(
             f"join: k= is now candidates= (the nearest right rows asked about per left row): "
             f"join(..., candidates={settings['k']!r}); k is topk's number of rows."
         )
-    how, suffixes, k = check_how(how), check_suffixes(suffixes, left, right), checked_k(candidates)
+    how, suffixes = check_how(how), check_suffixes(suffixes, left, right)
+    depth = candidates if candidates == "auto" else checked_k(candidates)
+    if isinstance(target_recall, bool) or not isinstance(target_recall, float | int) or not 0 < target_recall <= 1:
+        raise UsageError(f"join: target_recall= is a share of the matches in (0, 1], e.g. 0.95, not {target_recall!r}.")
     if strategy not in STRATEGIES:
         raise UsageError(f"join: strategy= is one of {', '.join(map(repr, STRATEGIES))}, not {strategy!r}.")
     if not isinstance(multiple, bool):
@@ -100,12 +111,16 @@ def semantic_join(
     check_budget_enforceable(agent, options.get("max_cost"))  # before the embeddings' requests
     small = len(rights.values) <= CLASSIFY_MAX_RIGHT
     chosen = strategy if strategy != "auto" else "classify" if small else "candidates"
-    report = JoinReport(chosen, k if chosen == "candidates" else None, len(lefts.values) * len(rights.values))
+    report = JoinReport(chosen, None, len(lefts.values) * len(rights.values))
     report.failed += missing_rows(left, lefts, template, "left") + missing_rows(right, rights, template, "right")
-    asker = _Asker(agent, concurrency, options, report)
+    asker = Asker(agent, concurrency, options, report)
     if chosen == "classify":
         pairs = _classified(asker, template, lefts, rights, multiple)
+    elif chosen == "candidates":
+        pairs = chosen_pairs(asker, template, lefts, rights, depth, multiple, float(target_recall))
     else:
+        k = DEFAULT_K if depth == "auto" else int(depth)
+        report.k, report.depth_how = k, f"candidates={candidates!r}" + " (DEFAULT_K)" * (depth == "auto")
         pairs = _proposed(asker, template, lefts, rights, k)
     joined = joined_frame(left, right, pairs, how, suffixes)
     report.matches = len(pairs)
@@ -115,7 +130,7 @@ def semantic_join(
 
 
 def _classified(
-    asker: _Asker, template: PairTemplate, lefts: DistinctRows, rights: DistinctRows, multiple: bool
+    asker: Asker, template: PairTemplate, lefts: DistinctRows, rights: DistinctRows, multiple: bool
 ) -> set[tuple[int, int]]:
     """One question per distinct left row over the numbered right rows: the pairs of positions it matched."""
     if not lefts.values or not rights.values:
@@ -140,13 +155,13 @@ def _classified(
 
 
 def _proposed(
-    asker: _Asker, template: PairTemplate, lefts: DistinctRows, rights: DistinctRows, k: int
+    asker: Asker, template: PairTemplate, lefts: DistinctRows, rights: DistinctRows, k: int
 ) -> set[tuple[int, int]]:
     """The k nearest right rows of each distinct left row by embedding, each pair asked yes/no: the pairs kept."""
     if not lefts.values or not rights.values:
         nearest_rows: list[list[int]] = []
     else:
-        left_vectors, right_vectors = _embedded(asker, template, lefts, rights)
+        left_vectors, right_vectors = embedded(asker, template, lefts, rights)
         nearest_rows = nearest(left_vectors, right_vectors, k).tolist()
     asked: dict[str, list[tuple[int, int]]] = {}
     for lk, candidates in enumerate(nearest_rows):
@@ -168,43 +183,3 @@ def _proposed(
                 for i, j in sorted(expanded(lefts.members[lk], rights.members[rk]))
             ]
     return pairs
-
-
-def _embedded(asker: _Asker, template: PairTemplate, lefts: DistinctRows, rights: DistinctRows) -> tuple[Any, Any]:
-    """Both sides' vectors from one embeddings run (the texts of the columns the prompt names), its cost reported."""
-    from aiforge.batch.embedded import warn_if_chat_model_vectors
-    from aiforge.semantic.embeddings import embedding_provider_of, run_embeddings
-
-    warn_if_chat_model_vectors(embedding_provider_of(asker.agent)[0], "join")
-    texts = [side_text(row, template.fields("left")) for row in lefts.values]
-    texts += [side_text(row, template.fields("right")) for row in rights.values]
-    run = run_embeddings(asker.agent, texts, cache=asker.options.get("cache"))
-    report = asker.report
-    report.embedding_requests, report.embedded_texts = run.requests, run.embedded
-    report.embedding_tokens, report.embedding_cost = run.usage.input_tokens, run.cost
-    return run.vectors[: len(lefts.values)], run.vectors[len(lefts.values) :]
-
-
-@dataclass(frozen=True, slots=True)
-class _Asker:
-    """Sends a list of questions as one ``run_batch`` with the join's options, and notes it on the report."""
-
-    agent: ChatAgent
-    concurrency: int
-    options: dict[str, Any]
-    report: JoinReport
-
-    def ask(self, questions: list[str], output: Any) -> BatchResult:
-        options, report = self.options, self.report
-        if options.get("max_cost") is not None:  # the embeddings spent part of the budget
-            options = {**options, "max_cost": max(options["max_cost"] - report.embedding_cost, 0.0)}
-        batch: BatchResult = self.agent.run_batch(questions, self.concurrency, len(questions), output=output, **options)
-        report.batch, report.questions, report.chat_requests = batch, len(questions), _requests_made(batch)
-        return batch
-
-
-def _requests_made(batch: BatchResult) -> int:
-    """Model requests of a batch: each answer's model steps, and one at least per question that failed once sent."""
-    answered = sum(sum(r.get("step") == "model" for r in result.trace) for result in batch.results)
-    sent_and_failed = sum(not isinstance(f.error, MissingValueError | BudgetExceededError) for f in batch.failed)
-    return answered + sent_and_failed

@@ -72,16 +72,30 @@ class PairTemplate:
 
     def classify_question(self, left: Mapping[Any, Any], items: Sequence[Mapping[Any, Any]], multiple: bool) -> str:
         """The prompt for one left row over every right item: the question, then the numbered items."""
+        if multiple:
+            ask = "Reply with the numbers of all the items for which the answer is yes (an empty list if none is)."
+        else:
+            ask = 'Reply with the number of the item for which the answer is yes, or "none" if none is.'
+        return self._listed(left, items, ask)
+
+    def choice_question(self, left: Mapping[Any, Any], items: Sequence[Mapping[Any, Any]], multiple: bool) -> str:
+        """The prompt for one left row over its candidate right rows, answered by a list of numbers (maybe empty)."""
+        if multiple:
+            ask = "Reply with the numbers of all the items for which the answer is yes (an empty list if none is)."
+        else:
+            ask = (
+                "Reply with a list holding the number of the one item for which the answer is yes "
+                "(an empty list if none is)."
+            )
+        return self._listed(left, items, ask)
+
+    def _listed(self, left: Mapping[Any, Any], items: Sequence[Mapping[Any, Any]], ask: str) -> str:
         question = "".join(
             lit + ("" if f is None else str(left[f[1]]) if f[0] == "left" else f"<the item's {f[1]}>")
             for lit, f in self.parts
         )
         right = self.fields("right")
         listed = "\n".join(f"{n}. {side_text(item, right, labelled=True)}" for n, item in enumerate(items, start=1))
-        if multiple:
-            ask = "Reply with the numbers of all the items for which the answer is yes (an empty list if none is)."
-        else:
-            ask = 'Reply with the number of the item for which the answer is yes, or "none" if none is.'
         return f"{question}\n\nAnswer that for each item below. {ask}\n\nItems:\n{listed}"
 
 
