@@ -8,7 +8,8 @@ the known truth (``truth_answer``): what is measured is how many questions and r
 whether the pairs it never asks lose matches (the candidates' recall is the embedding blocking's), not a model's
 judgement.
 
-Measures (``join_rows``): 200 tickets x 200 products with ``strategy="candidates"`` at k = 3, 5 and 10, requests
+Measures (``join_rows``): 200 tickets x 200 products with ``strategy="pairs"`` (a yes/no per candidate pair) at
+k = 3, 5 and 10 and with ``strategy="candidates"`` (one multiple choice per ticket, its depth "auto"), requests
 (chat + embedding) against the 40 000 questions of asking every pair, recall and precision; and 200 tickets x 20
 products with ``strategy="classify"`` (one question per distinct ticket) against 4 000 pairs. Run through the real
 openai SDK against the in-process fake server (``fakellm``), whose own request log is what is counted; its
@@ -85,17 +86,20 @@ def join_set(tickets: int, catalogue: int, seed: int = 25) -> tuple[pd.DataFrame
 
 
 def truth_answer(left: pd.DataFrame, right: pd.DataFrame, truth: set[tuple[str, str]]) -> Callable[[str], Any]:
-    """The model that knows the truth: a pair question -> bool, a classification -> the items' numbers."""
-    product_of = {left.loc[t, "text"]: right.loc[p, "name"] for t, p in truth}
+    """The model that knows the truth (a perfect judge): a pair question -> bool, a classification or a
+    multiple choice over candidates -> the listed items' numbers."""
+    products_of: dict[str, set[str]] = {}
+    for t, p in truth:
+        products_of.setdefault(left.loc[t, "text"], set()).add(right.loc[p, "name"])
 
     def answer(question: str) -> Any:
         pair = _PAIR.match(question)
         if pair is not None:
-            return product_of.get(pair["ticket"]) == pair["product"]
+            return pair["product"] in products_of.get(pair["ticket"], set())
         first, _, items = question.partition("\n")
         asked = _PAIR.match(first)
         assert asked is not None, f"not a join question: {question[:80]!r}"
-        chosen = [n for n, name in _ITEM.findall(items) if product_of.get(asked["ticket"]) == name]
+        chosen = [n for n, name in _ITEM.findall(items) if name in products_of.get(asked["ticket"], set())]
         if "Reply with the numbers" in items:
             return chosen
         if "Reply with a list" in items:  # the candidates' single choice: a list of at most one number
@@ -130,7 +134,8 @@ def join_rows(quick: bool) -> list[Row]:
     """Requests and recall/precision of both strategies, counted by the fake server behind the real openai SDK."""
     tickets, catalogue = (60, 60) if quick else (200, 200)
     left, right, truth = join_set(tickets, catalogue)
-    rows = [_measured(left, right, truth, "candidates", k) for k in CANDIDATE_KS]
+    rows = [_measured(left, right, truth, "pairs", k) for k in CANDIDATE_KS]
+    rows.append(_measured(left, right, truth, "candidates", None))
     left, right, truth = join_set(tickets, CLASSIFY_CATALOGUE)
     rows.append(_measured(left, right, truth, "classify", None))
     return rows
@@ -145,7 +150,8 @@ def _measured(left: pd.DataFrame, right: pd.DataFrame, truth: set[tuple[str, str
     with LLMServer(strict=True, default=lambda request: Reply(output={"value": answer(request.last_user_text)})) as srv:
         agent = ChatAgent(provider="openai", OPENAI_API_KEY=API_KEY, OPENAI_BASE_URL=srv.openai_base_url,
                           MODEL=OPENAI_MODEL, MAX_RETRIES=0, memory="none", PROGRESS_BAR=False)
-        joined = left.aiforge.join(right, PROMPT, agent=agent, strategy=strategy, candidates=k or 5, concurrency=16)
+        depth = k or "auto"
+        joined = left.aiforge.join(right, PROMPT, agent=agent, strategy=strategy, candidates=depth, concurrency=16)
         embedding = sum(request.path.endswith("/embeddings") for request in srv.requests)
         chat = srv.request_count - embedding
     report = joined.attrs["aiforge"]
@@ -154,8 +160,15 @@ def _measured(left: pd.DataFrame, right: pd.DataFrame, truth: set[tuple[str, str
     requests = chat + embedding
     bound = len(left) * (k or 1) + embedding
     tokens = report.batch.total_tokens if report.batch is not None else 0
-    if k is not None:
-        name = f"candidates k={k}"
+    if strategy == "candidates":
+        bound = len(left) + embedding
+        name = "candidates, one multiple choice per ticket, depth auto"
+        note = (f"{report.questions} questions ({report.sample_questions} of them the sample at depth {report.k_max}, "
+                f"answers kept), depth {report.k} chosen ({report.depth_how}), "
+                f"{report.total_tokens - report.embedding_tokens} chat tokens (in and out, the sample's included); "
+                "the model answers from the truth")
+    elif k is not None:
+        name = f"pairs k={k}"
         note = (f"{report.questions} distinct pair questions, {tokens} chat tokens (in and out; asking all {naive} "
                 f"pairs alike would take ~{tokens * naive // max(report.questions, 1)}), {report.embedding_tokens} "
                 "embedding tokens. The model answers from the truth, so a missed match is one the embedding blocking "

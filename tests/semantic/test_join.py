@@ -39,7 +39,10 @@ def srv() -> Iterator[LLMServer]:
 
 def openai_agent(server: LLMServer) -> ChatAgent:
     return ChatAgent(
-        provider="openai", OPENAI_API_KEY="sk-test-key", OPENAI_BASE_URL=server.openai_base_url, MAX_RETRIES=0,
+        provider="openai",
+        OPENAI_API_KEY="sk-test-key",
+        OPENAI_BASE_URL=server.openai_base_url,
+        MAX_RETRIES=0,
         memory="none",
     )
 
