@@ -52,3 +52,34 @@ def test_join_names_candidates_when_given_topks_k() -> None:
     right = pd.DataFrame({"name": ["a"]})
     with pytest.raises(UsageError, match=r"join: k= is now candidates= .*candidates=3"):
         FRAME.aiforge.join(right, "{left.review} / {right.name}?", k=3, provider="scripted")
+
+
+def test_join_shows_the_candidate_depth_and_target_recall_it_chooses_by() -> None:
+    from aiforge.semantic.join import semantic_join
+
+    shown = inspect.signature(FRAME.aiforge.join).parameters
+    own = inspect.signature(semantic_join).parameters
+    for name in ("strategy", "candidates", "target_recall", "multiple"):
+        assert shown[name].kind is inspect.Parameter.KEYWORD_ONLY and shown[name].default == own[name].default
+    assert (shown["strategy"].default, shown["candidates"].default, shown["target_recall"].default) == (
+        "auto",
+        "auto",
+        0.95,
+    )
+
+
+def test_join_strategy_pairs_keeps_the_yes_no_per_candidate_pair() -> None:
+    from aiforge import ChatAgent
+    from aiforge.providers.scripted import ScriptedProvider
+
+    right = pd.DataFrame({"name": [f"product {n}" for n in range(40)]})
+    agent = ChatAgent(provider=ScriptedProvider(default='{"value": false}'), memory="none")
+    joined = FRAME.aiforge.join(right, "{left.review} / {right.name}?", strategy="pairs", candidates=3, agent=agent)
+    report = joined.attrs["aiforge"]
+    assert (report.strategy, report.k, report.questions, len(agent.provider.calls), len(joined)) == (
+        "pairs",
+        3,
+        3,
+        3,
+        0,
+    )

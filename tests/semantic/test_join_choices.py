@@ -180,3 +180,17 @@ def test_candidates_through_the_openai_sdk_ask_for_a_list_of_integers(srv: LLMSe
     assert len(chats) == report.chat_requests == 60 and report.embedding_requests >= 1
     assert all(r.output_schema["properties"]["value"]["items"]["type"] == "integer" for r in chats)
     assert scores(joined.dropna(subset=["name"]), truth)[1] == 1.0 and joined["name"].isna().sum() >= 6
+
+
+@pytest.mark.embedded
+def test_on_minilm_vectors_200_mentions_x_40_products_take_one_request_each_at_recall_over_095() -> None:
+    from aiforge.providers.sentence_vectors import EXTRA_HINT, bundled_model_zip, sentence_transformers_installed
+
+    if not sentence_transformers_installed() or bundled_model_zip() is None:
+        pytest.skip(f"the [embeddings] extra is not installed: {EXTRA_HINT}")
+    left, right, truth = mention_set()
+    agent = knowing(left, right, truth, EMBEDDING_PROVIDER="sentence-transformers")
+    joined = left.aiforge.join(right, PROMPT, agent=agent)
+    report, (recall, precision) = joined.attrs["aiforge"], scores(joined, truth)
+    assert report.requests <= 250 and report.chat_requests == len(agent.provider.calls) == 200
+    assert precision == 1.0 and recall >= 0.95 and report.k < 10

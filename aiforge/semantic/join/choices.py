@@ -51,7 +51,7 @@ def chosen_pairs(
     left_vectors, right_vectors = embedded(asker, template, lefts, rights)
     deepest = min(MAX_DEPTH if depth == "auto" else int(depth), len(rights.values))
     near: list[list[int]] = nearest(left_vectors, right_vectors, deepest).tolist()
-    report, ranks = asker.report, {}
+    report, ranks = asker.report, dict[int, list[int]]()
     if depth == "auto":
         sample = sorted(random.Random(_SEED).sample(range(len(lefts.values)), min(SAMPLE_ROWS, len(lefts.values))))
         ranks = _asked(asker, template, lefts, rights, near, sample, deepest, multiple, sample=True)
@@ -124,7 +124,7 @@ def _asked(
     if not asked:
         return {}
     batch = asker.ask(list(asked), list[int], sample=sample)
-    groups, ranks = list(asked.values()), {}
+    groups, ranks = list(asked.values()), dict[int, list[int]]()
     for position, result in zip(batch.indices, batch.results, strict=True):
         chosen = _valid(result.output, min(depth, len(near[groups[position][0]])), multiple, asker)
         ranks |= {row: chosen for row in groups[position]}
