@@ -56,6 +56,17 @@ def test_auto_asks_one_question_per_left_row_and_finds_the_planted_matches() -> 
     assert f"k={report.k} (estimated recall" in repr(report)
 
 
+def test_no_more_left_rows_than_the_sample_asks_every_row_at_the_full_depth_in_one_batch() -> None:
+    left, right, truth = join_set(SAMPLE_ROWS, 60)
+    agent = knowing(left, right, truth)
+    joined = left.aiforge.join(right, PROMPT, agent=agent)
+    report = joined.attrs["aiforge"]
+    assert len(agent.provider.calls) == SAMPLE_ROWS == report.questions == len(report.batch.results)
+    assert {len(listed(call.last_user_message)) for call in agent.provider.calls} == {MAX_DEPTH}
+    assert (report.k, report.sample_questions, report.sample_batch, report.estimated_recall) == (20, 0, None, None)
+    assert scores(joined, truth) == (1.0, 1.0) and report.depth_how.startswith("every left row (40 <= SAMPLE_ROWS)")
+
+
 def test_a_given_depth_asks_no_sample_and_lists_that_many_candidates() -> None:
     left, right, truth = join_set(60, 60)
     agent = knowing(left, right, truth)
@@ -128,7 +139,7 @@ def _sampled(rows: int) -> set[int]:
 
     from aiforge.semantic.join.choices import _SEED
 
-    return set(random.Random(_SEED).sample(range(rows), min(SAMPLE_ROWS, rows)))
+    return set(random.Random(_SEED).sample(range(rows), SAMPLE_ROWS))
 
 
 def test_the_depth_is_the_smallest_holding_the_target_share_of_the_sampled_matches() -> None:

@@ -5,7 +5,8 @@ question per pair.
 The depth (how many candidates a question lists) is ``candidates=`` when it is a number. With ``"auto"`` it is
 chosen for ``target_recall`` from a sample, as ``dedup``'s threshold is: ``SAMPLE_ROWS`` left rows (a fixed seed,
 the same rows on every run) are asked over their ``MAX_DEPTH`` nearest candidates, the ranks of the candidates they
-match are read, and the depth is the smallest that holds ``target_recall`` of those matches. The sample's answers
+match are read, and the depth is the smallest that holds ``target_recall`` of those matches (with no more left rows
+than ``SAMPLE_ROWS``, every row is asked at ``MAX_DEPTH`` and no depth is chosen). The sample's answers
 are kept (its rows are not asked again), so the sample costs tokens, not requests: n distinct left rows ask n
 questions. What the sample sees is the matches within ``MAX_DEPTH``; a match the embeddings rank deeper is missed
 by both, and the report's ``estimated_recall`` says so (it is of the candidates, not of the embeddings).
@@ -52,8 +53,11 @@ def chosen_pairs(
     deepest = min(MAX_DEPTH if depth == "auto" else int(depth), len(rights.values))
     near: list[list[int]] = nearest(left_vectors, right_vectors, deepest).tolist()
     report, ranks = asker.report, dict[int, list[int]]()
-    if depth == "auto":
-        sample = sorted(random.Random(_SEED).sample(range(len(lefts.values)), min(SAMPLE_ROWS, len(lefts.values))))
+    if depth == "auto" and len(lefts.values) <= SAMPLE_ROWS:  # a sample would be every row: ask them all deep
+        report.k, report.k_max = deepest, deepest
+        report.depth_how = f"every left row ({len(lefts.values)} <= SAMPLE_ROWS) asked at depth {deepest}"
+    elif depth == "auto":
+        sample = sorted(random.Random(_SEED).sample(range(len(lefts.values)), SAMPLE_ROWS))
         ranks = _asked(asker, template, lefts, rights, near, sample, deepest, multiple, sample=True)
         report.k_max = deepest
         report.k, report.estimated_recall, report.recall_interval, report.depth_how = chosen_depth(
