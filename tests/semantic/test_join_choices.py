@@ -205,3 +205,26 @@ def test_on_minilm_vectors_200_mentions_x_40_products_take_one_request_each_at_r
     report, (recall, precision) = joined.attrs["aiforge"], scores(joined, truth)
     assert report.requests <= 250 and report.chat_requests == len(agent.provider.calls) == 200
     assert precision == 1.0 and recall >= 0.95 and report.k < 10
+
+
+def test_a_budget_covers_the_sample_and_the_rest_together(srv: LLMServer) -> None:
+    from aiforge.core.errors import BudgetExceededError
+
+    left, right, truth = join_set(100, 60)
+    answer = truth_answer(left, right, truth)
+    srv.default = lambda request: Reply(output={"value": [int(n) for n in answer(request.last_user_text)]})
+    agent = ChatAgent(
+        provider="openai",
+        OPENAI_API_KEY="sk-test-key",
+        OPENAI_BASE_URL=srv.openai_base_url,
+        MAX_RETRIES=0,
+        memory="none",
+        MODEL="gpt-4o-mini",
+    )
+    with pytest.warns(UserWarning, match="got no answer"):
+        joined = left.aiforge.join(right, PROMPT, agent=agent, concurrency=1, max_cost=0.0018)
+    report = joined.attrs["aiforge"]
+    skipped = [f for f in report.failed if isinstance(f.error, BudgetExceededError)]
+    assert report.sample_questions == SAMPLE_ROWS and skipped and report.chat_requests < 100
+    chats = [r for r in srv.requests if r.path == "/v1/chat/completions"]
+    assert len(chats) == report.chat_requests and report.total_cost <= 0.0018
