@@ -134,7 +134,10 @@ def load_model(model: str) -> Any:
         if loaded is not None:
             return loaded
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
 
+        bar_was_on = transformers_logging.is_progress_bar_enabled()
+        transformers_logging.disable_progress_bar()  # no "Loading weights" bar in a notebook's output on each load
         try:
             loaded = SentenceTransformer(location, device="cpu", local_files_only=True)
         except (OSError, ValueError) as exc:
@@ -143,6 +146,9 @@ def load_model(model: str) -> Any:
                 f"({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}): give the folder of a "
                 "sentence-transformers model, or unset EMBEDDING_MODEL for all-MiniLM-L6-v2"
             ) from None
+        finally:
+            if bar_was_on:
+                transformers_logging.enable_progress_bar()
         _models[location] = loaded
         return loaded
 

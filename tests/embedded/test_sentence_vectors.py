@@ -104,3 +104,25 @@ def test_the_embedded_chat_model_compares_minilm_vectors_by_default_and_does_not
     assert ids.tolist() == [0, 1, 0, 1, 4, 0]
     assert ids.attrs["aiforge"].embedding.model == "all-MiniLM-L6-v2"
     assert clusters[0] == clusters[2] == clusters[5] and clusters[1] == clusters[3] != clusters[0]
+
+
+def test_loading_the_model_prints_no_progress_bar_and_leaves_transformers_bar_setting_as_it_was(tmp_path: Path) -> None:
+    """A notebook showed transformers' "Loading weights" bar under the first cell that embedded; a new process, as
+    the model is loaded once per process."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from transformers.utils import logging\n"
+        "from aiforge import ChatAgent\n"
+        "from aiforge.semantic.embeddings import run_embeddings\n"
+        "run_embeddings(ChatAgent(provider='scripted', EMBEDDING_PROVIDER='sentence-transformers'), ['a cat'])\n"
+        "print('bar on after:', logging.is_progress_bar_enabled())\n"
+    )
+    env = {**os.environ, "AIFORGE_STORE": str(tmp_path / "store.sqlite")}
+    env.pop("TQDM_DISABLE", None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Loading weights" not in done.stderr and "it/s" not in done.stderr
+    assert "bar on after: True" in done.stdout
