@@ -1,11 +1,10 @@
 """Running aiforge's async core from sync code, anywhere, including inside a Jupyter kernel.
 
-With no running loop in this thread, a coroutine runs on a loop private to the thread (kept
-between calls so connection pools survive). Inside a running loop (a Jupyter kernel, where
-``asyncio.run`` fails) it runs on aiforge's background loop thread while the caller waits.
-KeyboardInterrupt while waiting cancels the coroutine, waits for its cleanup, then raises
-``Interrupted`` (a KeyboardInterrupt shown as one line, without the frames of asyncio or
-concurrent.futures the interrupt happened to land in). No nest_asyncio.
+With no running loop in this thread, a coroutine runs on a loop private to the thread (kept between calls so
+connection pools survive). Inside a running loop (a Jupyter kernel, where ``asyncio.run`` fails) it runs on
+aiforge's background loop thread while the caller waits. KeyboardInterrupt, also while the call is being handed
+over, cancels the coroutine (which then may never start), waits for its cleanup, then raises ``Interrupted`` (a
+KeyboardInterrupt shown as one line, without the asyncio frames it landed in). No nest_asyncio.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
-import signal
+import contextlib
 import sys
 import threading
 import weakref
@@ -30,6 +29,7 @@ INTERRUPTED = "the call was cancelled"
 _thread_state = threading.local()
 _background_loop: asyncio.AbstractEventLoop | None = None
 _background_lock = threading.Lock()
+_CLEANUP_WAIT = 10.0
 
 
 _private_loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
@@ -122,17 +122,13 @@ def background_loop() -> asyncio.AbstractEventLoop:
     global _background_loop
     with _background_lock:
         if _background_loop is None or _background_loop.is_closed():
-            loop = asyncio.new_event_loop()
-            ready = threading.Event()
+            loop = _background_loop = asyncio.new_event_loop()  # (what is handed over before it runs waits)
 
             def serve() -> None:
                 asyncio.set_event_loop(loop)
-                loop.call_soon(ready.set)
                 loop.run_forever()
 
             threading.Thread(target=serve, name="aiforge-loop", daemon=True).start()
-            ready.wait()
-            _background_loop = loop
         return _background_loop
 
 
@@ -154,10 +150,8 @@ def _thread_current_loop() -> asyncio.AbstractEventLoop | None:
 
 def _drain(loop: asyncio.AbstractEventLoop) -> None:
     """Run the loop's already-queued callbacks (a stale ``stop`` among them) once."""
-    try:
+    with contextlib.suppress(RuntimeError):  # "Event loop stopped before Future completed": the stale stop ran
         loop.run_until_complete(asyncio.sleep(0))
-    except RuntimeError:  # "Event loop stopped before Future completed": the stale stop ran
-        pass
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -165,8 +159,8 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     if not in_running_loop():
         loop = _private_loop()
         task = loop.create_task(coro)
-        # LangGraph makes the loop it runs on the thread's current loop: put the caller's back,
-        # or their later asyncio.get_event_loop() would hand them aiforge's private loop.
+        # LangGraph makes the loop it runs on the thread's current loop: put the caller's back, or their
+        # later asyncio.get_event_loop() would hand them aiforge's private loop.
         previous = _thread_current_loop()
         try:
             return loop.run_until_complete(task)
@@ -174,13 +168,11 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
             # Interrupted while the coroutine was suspended: cancel it and let it clean up.
             if not task.done():
                 task.cancel()
-                try:
+                with contextlib.suppress(BaseException):  # the interrupt is what the caller gets
                     loop.run_until_complete(task)
-                except BaseException:  # noqa: BLE001 - the interrupt is what the caller gets
-                    pass
             else:
-                # The interrupt landed just as the task finished: run_until_complete's own
-                # stop callback is still queued and would stop the next call's loop at once.
+                # Landed just as the task finished: run_until_complete's stop callback is still queued
+                # and would stop the next call's loop at once.
                 _drain(loop)
             _renew_executor(loop)
             raise _interrupted() from None
@@ -190,49 +182,56 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     return _run_on_background(coro)
 
 
-_CLEANUP_WAIT = 10.0
+class _Handover(Generic[T]):
+    """A call handed to the background loop, where ``start`` and ``abandon`` run in the order asked for; ``abandon``
+    is asked for once ``start`` was (or never will be): the call never starts, or is cancelled. ``done``: all ended."""
+
+    def __init__(self, coro: Coroutine[Any, Any, T]) -> None:
+        self.coro, self.done = coro, threading.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.outcome: tuple[bool, Any] = (False, None)
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self.run())
+        self.task.add_done_callback(self.end)
+
+    async def run(self) -> None:
+        try:  # every exception goes to the caller: KeyboardInterrupt or SystemExit would stop the loop for good
+            self.outcome = True, await self.coro
+        except BaseException as exc:  # noqa: BLE001
+            self.outcome = False, exc
+
+    def end(self, _: object = None) -> None:
+        self.coro.close()  # (a task cancelled before its first step never awaited it)
+        self.done.set()
+
+    def abandon(self) -> None:
+        if self.task is None:
+            self.end()
+        else:
+            self.task.cancel()
 
 
 def _run_on_background(coro: Coroutine[Any, Any, T]) -> T:
-    finished = threading.Event()
-
-    async def guarded() -> tuple[bool, Any]:
-        # KeyboardInterrupt or SystemExit escaping a task would stop the background loop for
-        # good: carry them back to the waiting thread instead.
-        try:
-            return True, await coro
-        except (KeyboardInterrupt, SystemExit) as exc:
-            return False, exc
-        finally:
-            finished.set()
-
-    # Ctrl-C is held back until the future is ours: on a busy machine the coroutine can start (and the user
-    # interrupt it) before run_coroutine_threadsafe returns, and the interrupt would land in asyncio's frames,
-    # a full traceback with the call left running. Released, it is raised here with the future to cancel.
-    loop = background_loop()  # started unmasked: its thread (and what it starts) inherits the mask
-    hold = {signal.SIGINT} if threading.current_thread() is threading.main_thread() else set()
-    _sigmask(signal.SIG_BLOCK, hold)
-    future: concurrent.futures.Future[tuple[bool, Any]] | None = None
+    # Ctrl-C can land anywhere here, in asyncio's frames too: the loop is then asked to abandon the call (after
+    # its hand-over, if that got there), and the caller waits for the cancelled call's cleanup (history rollback).
+    call: _Handover[T] | None = None
     try:
-        future = asyncio.run_coroutine_threadsafe(guarded(), loop)
-        _sigmask(signal.SIG_UNBLOCK, hold)
-        ok, value = future.result()
+        call = _Handover(coro)
+        background_loop().call_soon_threadsafe(call.start)
+        call.done.wait()
+        ok, value = call.outcome
+        if not ok:
+            raise value
+        return cast(T, value)  # ``await coro``'s result
     except KeyboardInterrupt:
-        # Cancel, then wait until the coroutine's own cleanup (history rollback) has run.
-        if future is not None:  # (None: an interrupt Python had not yet raised when the call began)
-            future.cancel()
-            finished.wait(_CLEANUP_WAIT)
+        if call is None:
+            coro.close()
+        else:
+            with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: no more waiting
+                background_loop().call_soon_threadsafe(call.abandon)
+                call.done.wait(_CLEANUP_WAIT)
         raise _interrupted() from None
-    finally:
-        _sigmask(signal.SIG_UNBLOCK, hold)
-    if not ok:
-        raise value
-    return cast(T, value)  # ``await coro``'s result
-
-
-def _sigmask(how: int, signals: set[signal.Signals]) -> None:
-    if signals and hasattr(signal, "pthread_sigmask"):  # POSIX; a Windows console's Ctrl-C has no mask
-        signal.pthread_sigmask(how, signals)
 
 
 def _interrupted() -> Interrupted:
