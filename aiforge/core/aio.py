@@ -158,15 +158,18 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion from sync code and return its result."""
     if not in_running_loop():
         loop = _private_loop()
-        task = loop.create_task(coro)
         # LangGraph makes the loop it runs on the thread's current loop: put the caller's back, or their
         # later asyncio.get_event_loop() would hand them aiforge's private loop.
         previous = _thread_current_loop()
+        task: asyncio.Task[T] | None = None
         try:
+            task = loop.create_task(coro)
             return loop.run_until_complete(task)
-        except KeyboardInterrupt:
-            # Interrupted while the coroutine was suspended: cancel it and let it clean up.
-            if not task.done():
+        except KeyboardInterrupt:  # cancel the call, also one queued before it was ours, and let it clean up
+            task = task or next((t for t in asyncio.all_tasks(loop) if t.get_coro() is coro), None)
+            if task is None:
+                coro.close()
+            elif not task.done():
                 task.cancel()
                 with contextlib.suppress(BaseException):  # the interrupt is what the caller gets
                     loop.run_until_complete(task)

@@ -180,10 +180,10 @@ def test_an_interrupt_ends_in_one_interrupted_without_the_frames_it_landed_in() 
     assert "concurrent/futures" not in text and "During handling" not in text
 
 
-def interrupt_at(when: str) -> Callable[[FrameType, str, Any], Any]:
+def interrupt_at(when: str, method: str = "call_soon_threadsafe") -> Callable[[FrameType, str, Any], Any]:
     """A trace function: a real process-directed SIGINT (what a kernel's Interrupt sends) as the main thread asks
-    a loop thread to run something ("call": the request never gets there) or just after ("return": it is queued
-    there, and the caller holds nothing of it yet). Once: the interrupt's own handling runs untraced.
+    a loop to run something (``method``; "call": the request never gets there) or just after ("return": it is
+    queued there, and the caller holds nothing of it yet). Once: the interrupt's own handling runs untraced.
     """
 
     def interrupt() -> None:
@@ -196,7 +196,7 @@ def interrupt_at(when: str) -> Callable[[FrameType, str, Any], Any]:
         return in_frame
 
     def tracer(frame: FrameType, event: str, arg: Any) -> Any:
-        if event != "call" or frame.f_code.co_name != "call_soon_threadsafe":
+        if event != "call" or frame.f_code.co_name != method:
             return None
         if when == "call":
             interrupt()
@@ -244,4 +244,28 @@ def test_an_interrupt_at_the_hand_over_never_starts_the_work_and_the_next_call_w
     assert next_answer == 4
     assert started == []
     del error  # its frames hold the coroutine: one never awaited nor closed warns here, failing the test
+    gc.collect()
+
+
+@pytest.mark.parametrize("when", ["call", "return"])
+def test_an_interrupt_as_a_plain_script_queues_the_call_never_starts_it(when: str) -> None:
+    """Ctrl-C (no running loop: a script, a REPL) as the call becomes a task on the thread's own loop, before
+    the caller holds it: it is cancelled before its first step, not run by the next call (or at exit)."""
+    started: list[bool] = []
+
+    async def work() -> None:
+        started.append(True)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.settrace(interrupt_at(when, "create_task"))
+    try:
+        with pytest.raises(KeyboardInterrupt) as info:  # (not Interrupted: a raw one would stop pytest)
+            run_sync(work())
+    finally:
+        sys.settrace(None)
+        signal.signal(signal.SIGINT, previous)
+    assert isinstance(info.value, Interrupted) and str(info.value) == INTERRUPTED
+    assert run_sync(answer(5)) == 5
+    assert started == []
+    del info
     gc.collect()
