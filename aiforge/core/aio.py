@@ -15,6 +15,7 @@ import concurrent.futures
 import contextlib
 import sys
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Coroutine, Generator
 from types import TracebackType
@@ -29,12 +30,9 @@ INTERRUPTED = "the call was cancelled"
 _thread_state = threading.local()
 _background_loop: asyncio.AbstractEventLoop | None = None
 _background_lock = threading.Lock()
-_CLEANUP_WAIT = 10.0
-
-
+_CLEANUP_WAIT = 10.0  # seconds a caller waits for an interrupted call's cleanup
 _private_loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
-_SETTLE_PASSES = 100
-"""Loop iterations an exiting program gives queued work: each layer of a finalised generator chain takes a few."""
+_SETTLE_PASSES = 100  # loop iterations an exiting program gives queued work (a few per finalised generator)
 
 
 def _private_loop() -> asyncio.AbstractEventLoop:
@@ -48,8 +46,7 @@ def _private_loop() -> asyncio.AbstractEventLoop:
         _private_loops.add(loop)
         thread = threading.current_thread()
         if thread is not threading.main_thread():
-            # A thread that ends before the program (a worker, a thread pool's) must not drop its loop
-            # unclosed: once the thread is gone, the loop is ended like asyncio.run ends its own.
+            # A thread ending before the program must not drop its loop unclosed: it ends with the thread.
             weakref.finalize(thread, _finish_elsewhere, loop).atexit = False  # at exit: _finish_private_loops
     return loop
 
@@ -74,21 +71,20 @@ def _finish_loop(loop: asyncio.AbstractEventLoop) -> None:
     if loop.is_closed() or loop.is_running():
         return
     try:
-        idle = 0
-        for _ in range(_SETTLE_PASSES):
-            _drain(loop)  # runs queued callbacks: a finaliser's create_task, a closing step
-            # A closer that ends frees the next generator of its chain, whose closer is queued next.
-            idle = 0 if asyncio.all_tasks(loop) else idle + 1
-            if idle == 3:
-                break
-        pending = asyncio.all_tasks(loop)
-        for task in pending:  # work of the user's own left running: cancelled, as asyncio.run does
-            task.cancel()
-        if pending:  # (gather of nothing would ask for the thread's current loop: a loop-end thread has none)
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        loop.run_until_complete(loop.shutdown_asyncgens())
-    except Exception:  # noqa: BLE001, S110 - ending: nothing is left to report to
-        pass
+        with contextlib.suppress(Exception):  # ending: nothing is left to report to
+            idle = 0
+            for _ in range(_SETTLE_PASSES):
+                _drain(loop)  # runs queued callbacks: a finaliser's create_task, a closing step
+                # A closer that ends frees the next generator of its chain, whose closer is queued next.
+                idle = 0 if asyncio.all_tasks(loop) else idle + 1
+                if idle == 3:
+                    break
+            pending = asyncio.all_tasks(loop)
+            for task in pending:  # work of the user's own left running: cancelled, as asyncio.run does
+                task.cancel()
+            if pending:  # (gather of nothing asks for the thread's current loop: a loop-end thread has none)
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
     finally:
         loop.close()
 
@@ -158,8 +154,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion from sync code and return its result."""
     if not in_running_loop():
         loop = _private_loop()
-        # LangGraph makes the loop it runs on the thread's current loop: put the caller's back, or their
-        # later asyncio.get_event_loop() would hand them aiforge's private loop.
+        # LangGraph makes the loop it runs on the thread's current one: the caller's is put back after.
         previous = _thread_current_loop()
         task: asyncio.Task[T] | None = None
         try:
@@ -174,8 +169,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
                 with contextlib.suppress(BaseException):  # the interrupt is what the caller gets
                     loop.run_until_complete(task)
             else:
-                # Landed just as the task finished: run_until_complete's stop callback is still queued
-                # and would stop the next call's loop at once.
+                # Landed as the task finished: run_until_complete's queued stop would stop the next call's loop.
                 _drain(loop)
             _renew_executor(loop)
             raise _interrupted() from None
@@ -190,7 +184,7 @@ class _Handover(Generic[T]):
     is asked for once ``start`` was (or never will be): the call never starts, or is cancelled. ``done``: all ended."""
 
     def __init__(self, coro: Coroutine[Any, Any, T]) -> None:
-        self.coro, self.done = coro, threading.Event()
+        self.coro, self.done, self.abandoned = coro, threading.Event(), False
         self.task: asyncio.Task[None] | None = None
         self.outcome: tuple[bool, Any] = (False, None)
 
@@ -209,15 +203,27 @@ class _Handover(Generic[T]):
         self.done.set()
 
     def abandon(self) -> None:
+        if self.abandoned:  # asked again: a second cancel would cut the call's cleanup short
+            return
+        self.abandoned = True
         if self.task is None:
             self.end()
         else:
             self.task.cancel()
 
+    def abandon_and_wait(self) -> None:
+        """(In the caller's thread) ask for ``abandon`` and wait, ``_CLEANUP_WAIT`` at most, for the cancelled
+        call's cleanup (history rollback). Ctrl-C meanwhile (one landing in the request too) asks again."""
+        deadline = time.monotonic() + _CLEANUP_WAIT
+        while True:
+            with contextlib.suppress(KeyboardInterrupt):
+                background_loop().call_soon_threadsafe(self.abandon)
+                self.done.wait(max(0.0, deadline - time.monotonic()))  # (past the deadline: at once)
+                return
+
 
 def _run_on_background(coro: Coroutine[Any, Any, T]) -> T:
-    # Ctrl-C can land anywhere here, in asyncio's frames too: the loop is then asked to abandon the call (after
-    # its hand-over, if that got there), and the caller waits for the cancelled call's cleanup (history rollback).
+    # Ctrl-C can land anywhere here, in asyncio's frames too: the loop is then asked to abandon the call.
     call: _Handover[T] | None = None
     try:
         call = _Handover(coro)
@@ -228,21 +234,14 @@ def _run_on_background(coro: Coroutine[Any, Any, T]) -> T:
             raise value
         return cast(T, value)  # ``await coro``'s result
     except KeyboardInterrupt:
-        if call is None:
-            coro.close()
-        else:
-            with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: no more waiting
-                background_loop().call_soon_threadsafe(call.abandon)
-                call.done.wait(_CLEANUP_WAIT)
+        coro.close() if call is None else call.abandon_and_wait()
         raise _interrupted() from None
 
 
 def _interrupted() -> Interrupted:
     """The caller's interrupt, or the ``Interrupted`` the coroutine raised with its own message."""
     current = sys.exc_info()[1]
-    if isinstance(current, Interrupted):
-        return current
-    return Interrupted(INTERRUPTED)
+    return current if isinstance(current, Interrupted) else Interrupted(INTERRUPTED)
 
 
 class closing_iterator(Generic[T]):  # noqa: N801 - used like contextlib.aclosing, whose name it echoes

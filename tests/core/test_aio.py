@@ -269,3 +269,47 @@ def test_an_interrupt_as_a_plain_script_queues_the_call_never_starts_it(when: st
     assert started == []
     del info
     gc.collect()
+
+
+def test_ctrl_c_again_while_an_interrupted_call_cleans_up_neither_cuts_the_cleanup_nor_returns_before_it() -> None:
+    """The call's cleanup (a turn's rollback) sends the second SIGINT itself and goes on only once the waiting
+    caller has received it: the caller must still get one ``Interrupted``, after the cleanup, which no second
+    cancellation cut short."""
+    received: list[int] = []
+    second = threading.Event()
+    state: dict[str, bool] = {}
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        if len(received) == 2:
+            second.set()
+        raise KeyboardInterrupt
+
+    async def work() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            await asyncio.sleep(30)
+        finally:
+            os.kill(os.getpid(), signal.SIGINT)
+            while not second.is_set():
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0)
+            state["cleaned"] = True
+
+    async def cell() -> tuple[BaseException, bool]:
+        previous = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            with pytest.raises(KeyboardInterrupt) as info:
+                run_sync(work())
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        return info.value, state.get("cleaned", False)
+
+    kernel = asyncio.new_event_loop()
+    try:
+        error, cleaned_before_the_caller_went_on = kernel.run_until_complete(cell())
+    finally:
+        kernel.close()
+    assert isinstance(error, Interrupted) and str(error) == INTERRUPTED
+    assert len(received) == 2
+    assert cleaned_before_the_caller_went_on
