@@ -2,9 +2,8 @@
 
 With no running loop in this thread, a coroutine runs on a loop private to the thread (kept between calls so
 connection pools survive). Inside a running loop (a Jupyter kernel, where ``asyncio.run`` fails) it runs on
-aiforge's background loop thread while the caller waits. KeyboardInterrupt, also while the call is being handed
-over, cancels the coroutine (which then may never start), waits for its cleanup, then raises ``Interrupted`` (a
-KeyboardInterrupt shown as one line, without the asyncio frames it landed in). No nest_asyncio.
+aiforge's background loop thread while the caller waits. Ctrl-C, also during the hand-over, cancels the coroutine
+(it may never start), waits for its cleanup and raises ``Interrupted`` (one line, no asyncio frames). No nest_asyncio.
 """
 
 from __future__ import annotations
@@ -118,13 +117,14 @@ def background_loop() -> asyncio.AbstractEventLoop:
     global _background_loop
     with _background_lock:
         if _background_loop is None or _background_loop.is_closed():
-            loop = _background_loop = asyncio.new_event_loop()  # (what is handed over before it runs waits)
+            loop = asyncio.new_event_loop()  # (what is handed over before it runs waits its turn)
 
             def serve() -> None:
                 asyncio.set_event_loop(loop)
                 loop.run_forever()
 
             threading.Thread(target=serve, name="aiforge-loop", daemon=True).start()
+            _background_loop = loop
         return _background_loop
 
 
