@@ -230,12 +230,12 @@ def _run_on_background(coro: Coroutine[Any, Any, T]) -> T:
         background_loop().call_soon_threadsafe(call.start)
         call.done.wait()
         ok, value = call.outcome
-        if not ok:
-            raise value
-        return cast(T, value)  # ``await coro``'s result
     except KeyboardInterrupt:
         coro.close() if call is None else call.abandon_and_wait()
         raise _interrupted() from None
+    if not ok:
+        raise value  # (a KeyboardInterrupt the coroutine raised too, as it is)
+    return cast(T, value)  # ``await coro``'s result
 
 
 def _interrupted() -> Interrupted:
