@@ -1,11 +1,9 @@
 """Running aiforge's async core from sync code, anywhere, including inside a Jupyter kernel.
 
-With no running loop in this thread, a coroutine runs on a loop private to the thread (kept
-between calls so connection pools survive). Inside a running loop (a Jupyter kernel, where
-``asyncio.run`` fails) it runs on aiforge's background loop thread while the caller waits.
-KeyboardInterrupt while waiting cancels the coroutine, waits for its cleanup, then raises
-``Interrupted`` (a KeyboardInterrupt shown as one line, without the frames of asyncio or
-concurrent.futures the interrupt happened to land in). No nest_asyncio.
+With no running loop in this thread, a coroutine runs on a loop private to the thread (kept between calls so
+connection pools survive). Inside a running loop (a Jupyter kernel, where ``asyncio.run`` fails) it runs on
+aiforge's background loop thread while the caller waits. Ctrl-C, also during the hand-over, cancels the coroutine
+(it may never start), waits for its cleanup and raises ``Interrupted`` (one line, no asyncio frames). No nest_asyncio.
 """
 
 from __future__ import annotations
@@ -13,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
-import signal
+import contextlib
 import sys
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Coroutine, Generator
 from types import TracebackType
@@ -30,11 +29,9 @@ INTERRUPTED = "the call was cancelled"
 _thread_state = threading.local()
 _background_loop: asyncio.AbstractEventLoop | None = None
 _background_lock = threading.Lock()
-
-
+_CLEANUP_WAIT = 10.0  # seconds a caller waits for an interrupted call's cleanup
 _private_loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
-_SETTLE_PASSES = 100
-"""Loop iterations an exiting program gives queued work: each layer of a finalised generator chain takes a few."""
+_SETTLE_PASSES = 100  # loop iterations an exiting program gives queued work (a few per finalised generator)
 
 
 def _private_loop() -> asyncio.AbstractEventLoop:
@@ -48,8 +45,7 @@ def _private_loop() -> asyncio.AbstractEventLoop:
         _private_loops.add(loop)
         thread = threading.current_thread()
         if thread is not threading.main_thread():
-            # A thread that ends before the program (a worker, a thread pool's) must not drop its loop
-            # unclosed: once the thread is gone, the loop is ended like asyncio.run ends its own.
+            # A thread ending before the program must not drop its loop unclosed: it ends with the thread.
             weakref.finalize(thread, _finish_elsewhere, loop).atexit = False  # at exit: _finish_private_loops
     return loop
 
@@ -74,21 +70,20 @@ def _finish_loop(loop: asyncio.AbstractEventLoop) -> None:
     if loop.is_closed() or loop.is_running():
         return
     try:
-        idle = 0
-        for _ in range(_SETTLE_PASSES):
-            _drain(loop)  # runs queued callbacks: a finaliser's create_task, a closing step
-            # A closer that ends frees the next generator of its chain, whose closer is queued next.
-            idle = 0 if asyncio.all_tasks(loop) else idle + 1
-            if idle == 3:
-                break
-        pending = asyncio.all_tasks(loop)
-        for task in pending:  # work of the user's own left running: cancelled, as asyncio.run does
-            task.cancel()
-        if pending:  # (gather of nothing would ask for the thread's current loop: a loop-end thread has none)
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        loop.run_until_complete(loop.shutdown_asyncgens())
-    except Exception:  # noqa: BLE001, S110 - ending: nothing is left to report to
-        pass
+        with contextlib.suppress(Exception):  # ending: nothing is left to report to
+            idle = 0
+            for _ in range(_SETTLE_PASSES):
+                _drain(loop)  # runs queued callbacks: a finaliser's create_task, a closing step
+                # A closer that ends frees the next generator of its chain, whose closer is queued next.
+                idle = 0 if asyncio.all_tasks(loop) else idle + 1
+                if idle == 3:
+                    break
+            pending = asyncio.all_tasks(loop)
+            for task in pending:  # work of the user's own left running: cancelled, as asyncio.run does
+                task.cancel()
+            if pending:  # (gather of nothing asks for the thread's current loop: a loop-end thread has none)
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
     finally:
         loop.close()
 
@@ -122,16 +117,13 @@ def background_loop() -> asyncio.AbstractEventLoop:
     global _background_loop
     with _background_lock:
         if _background_loop is None or _background_loop.is_closed():
-            loop = asyncio.new_event_loop()
-            ready = threading.Event()
+            loop = asyncio.new_event_loop()  # (what is handed over before it runs waits its turn)
 
             def serve() -> None:
                 asyncio.set_event_loop(loop)
-                loop.call_soon(ready.set)
                 loop.run_forever()
 
             threading.Thread(target=serve, name="aiforge-loop", daemon=True).start()
-            ready.wait()
             _background_loop = loop
         return _background_loop
 
@@ -154,33 +146,30 @@ def _thread_current_loop() -> asyncio.AbstractEventLoop | None:
 
 def _drain(loop: asyncio.AbstractEventLoop) -> None:
     """Run the loop's already-queued callbacks (a stale ``stop`` among them) once."""
-    try:
+    with contextlib.suppress(RuntimeError):  # "Event loop stopped before Future completed": the stale stop ran
         loop.run_until_complete(asyncio.sleep(0))
-    except RuntimeError:  # "Event loop stopped before Future completed": the stale stop ran
-        pass
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion from sync code and return its result."""
     if not in_running_loop():
         loop = _private_loop()
-        task = loop.create_task(coro)
-        # LangGraph makes the loop it runs on the thread's current loop: put the caller's back,
-        # or their later asyncio.get_event_loop() would hand them aiforge's private loop.
+        # LangGraph makes the loop it runs on the thread's current one: the caller's is put back after.
         previous = _thread_current_loop()
+        task: asyncio.Task[T] | None = None
         try:
+            task = loop.create_task(coro)
             return loop.run_until_complete(task)
-        except KeyboardInterrupt:
-            # Interrupted while the coroutine was suspended: cancel it and let it clean up.
-            if not task.done():
+        except KeyboardInterrupt:  # cancel the call, also one queued before it was ours, and let it clean up
+            task = task or next((t for t in asyncio.all_tasks(loop) if t.get_coro() is coro), None)
+            if task is None:
+                coro.close()
+            elif not task.done():
                 task.cancel()
-                try:
+                with contextlib.suppress(BaseException):  # the interrupt is what the caller gets
                     loop.run_until_complete(task)
-                except BaseException:  # noqa: BLE001 - the interrupt is what the caller gets
-                    pass
             else:
-                # The interrupt landed just as the task finished: run_until_complete's own
-                # stop callback is still queued and would stop the next call's loop at once.
+                # Landed as the task finished: run_until_complete's queued stop would stop the next call's loop.
                 _drain(loop)
             _renew_executor(loop)
             raise _interrupted() from None
@@ -190,57 +179,69 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     return _run_on_background(coro)
 
 
-_CLEANUP_WAIT = 10.0
+class _Handover(Generic[T]):
+    """A call handed to the background loop, where ``start`` and ``abandon`` run in the order asked for; ``abandon``
+    is asked for once ``start`` was (or never will be): the call never starts, or is cancelled. ``done``: all ended."""
+
+    def __init__(self, coro: Coroutine[Any, Any, T]) -> None:
+        self.coro, self.done, self.abandoned = coro, threading.Event(), False
+        self.task: asyncio.Task[None] | None = None
+        self.outcome: tuple[bool, Any] = (False, None)
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self.run())
+        self.task.add_done_callback(self.end)
+
+    async def run(self) -> None:
+        try:  # every exception goes to the caller: KeyboardInterrupt or SystemExit would stop the loop for good
+            self.outcome = True, await self.coro
+        except BaseException as exc:  # noqa: BLE001
+            self.outcome = False, exc
+
+    def end(self, _: object = None) -> None:
+        self.coro.close()  # (a task cancelled before its first step never awaited it)
+        self.done.set()
+
+    def abandon(self) -> None:
+        if self.abandoned:  # asked again: a second cancel would cut the call's cleanup short
+            return
+        self.abandoned = True
+        if self.task is None:
+            self.end()
+        else:
+            self.task.cancel()
+
+    def abandon_and_wait(self) -> None:
+        """(In the caller's thread) ask for ``abandon`` and wait, ``_CLEANUP_WAIT`` at most, for the cancelled
+        call's cleanup (history rollback). Ctrl-C meanwhile (one landing in the request too) asks again."""
+        deadline = time.monotonic() + _CLEANUP_WAIT
+        while True:
+            with contextlib.suppress(KeyboardInterrupt):
+                background_loop().call_soon_threadsafe(self.abandon)
+                self.done.wait(max(0.0, deadline - time.monotonic()))  # (past the deadline: at once)
+                return
 
 
 def _run_on_background(coro: Coroutine[Any, Any, T]) -> T:
-    finished = threading.Event()
-
-    async def guarded() -> tuple[bool, Any]:
-        # KeyboardInterrupt or SystemExit escaping a task would stop the background loop for
-        # good: carry them back to the waiting thread instead.
-        try:
-            return True, await coro
-        except (KeyboardInterrupt, SystemExit) as exc:
-            return False, exc
-        finally:
-            finished.set()
-
-    # Ctrl-C is held back until the future is ours: on a busy machine the coroutine can start (and the user
-    # interrupt it) before run_coroutine_threadsafe returns, and the interrupt would land in asyncio's frames,
-    # a full traceback with the call left running. Released, it is raised here with the future to cancel.
-    loop = background_loop()  # started unmasked: its thread (and what it starts) inherits the mask
-    hold = {signal.SIGINT} if threading.current_thread() is threading.main_thread() else set()
-    _sigmask(signal.SIG_BLOCK, hold)
-    future: concurrent.futures.Future[tuple[bool, Any]] | None = None
+    # Ctrl-C can land anywhere here, in asyncio's frames too: the loop is then asked to abandon the call.
+    call: _Handover[T] | None = None
     try:
-        future = asyncio.run_coroutine_threadsafe(guarded(), loop)
-        _sigmask(signal.SIG_UNBLOCK, hold)
-        ok, value = future.result()
+        call = _Handover(coro)
+        background_loop().call_soon_threadsafe(call.start)
+        call.done.wait()
+        ok, value = call.outcome
     except KeyboardInterrupt:
-        # Cancel, then wait until the coroutine's own cleanup (history rollback) has run.
-        if future is not None:  # (None: an interrupt Python had not yet raised when the call began)
-            future.cancel()
-            finished.wait(_CLEANUP_WAIT)
+        coro.close() if call is None else call.abandon_and_wait()
         raise _interrupted() from None
-    finally:
-        _sigmask(signal.SIG_UNBLOCK, hold)
     if not ok:
-        raise value
+        raise value  # (a KeyboardInterrupt the coroutine raised too, as it is)
     return cast(T, value)  # ``await coro``'s result
-
-
-def _sigmask(how: int, signals: set[signal.Signals]) -> None:
-    if signals and hasattr(signal, "pthread_sigmask"):  # POSIX; a Windows console's Ctrl-C has no mask
-        signal.pthread_sigmask(how, signals)
 
 
 def _interrupted() -> Interrupted:
     """The caller's interrupt, or the ``Interrupted`` the coroutine raised with its own message."""
     current = sys.exc_info()[1]
-    if isinstance(current, Interrupted):
-        return current
-    return Interrupted(INTERRUPTED)
+    return current if isinstance(current, Interrupted) else Interrupted(INTERRUPTED)
 
 
 class closing_iterator(Generic[T]):  # noqa: N801 - used like contextlib.aclosing, whose name it echoes
