@@ -16,7 +16,7 @@ from aiforge.batch.item import BatchItem as BatchItem  # where modules and Batch
 from aiforge.batch.savings import DEDUP, Savings, row_savings
 from aiforge.core.errors import BudgetExceededError, MissingValueError
 from aiforge.core.output import OutputSpec
-from aiforge.core.report import SharedOnDeepcopy
+from aiforge.core.report import OperationReport
 from aiforge.core.timeline import MAX_ROWS
 
 if TYPE_CHECKING:
@@ -52,11 +52,14 @@ class BatchFailure:
 
 
 @dataclass(slots=True)
-class BatchResult(SharedOnDeepcopy):
-    """Results of ``run_batch``: successes in input order, failures with their index label.
+class BatchResult(OperationReport):
+    """Results of ``run_batch``: successes in input order, failures with their index label; an ``OperationReport``
+    (``core.report``) whose repr and line say more than the base's (rows ok, skipped, deduplicated, cached, time).
 
     ``to_dataframe()`` is on the input's index; with ``output=`` it has one typed column per output field.
     """
+
+    title = "Batch"
 
     item_type: type[BatchItem]
     """The type of ``results``, which lays out the DataFrame rows."""
@@ -234,7 +237,7 @@ class BatchResult(SharedOnDeepcopy):
             + (f", deduplicated={deduplicated})" if deduplicated else ")")
         )
 
-    def _summary(self) -> str:
+    def __str__(self) -> str:
         skipped, deduplicated = len(self.skipped), self.deduplicated
         hits = self.cached - deduplicated
         spared = [f"{deduplicated} deduplicated"] * bool(deduplicated) + [f"{hits} cached"] * bool(hits)
@@ -250,7 +253,7 @@ class BatchResult(SharedOnDeepcopy):
 
     def _repr_markdown_(self) -> str:
         cascade = "" if self.cascade is None else f"\n\n{self.cascade}"
-        return f"**Batch** · {self._summary()}{cascade}"
+        return f"**Batch** · {self}{cascade}"
 
     def _repr_html_(self) -> str:
         import html
@@ -263,6 +266,6 @@ class BatchResult(SharedOnDeepcopy):
         saved = self.saved
         note = f"<br><small>{html.escape(str(saved))}</small>" if saved.requests or saved.dollars else ""
         cascade = "" if self.cascade is None else self.cascade._repr_html_()
-        return f"<div><b>Batch</b> · {html.escape(self._summary())}{note}{cascade}" + (
+        return f"<div><b>Batch</b> · {html.escape(str(self))}{note}{cascade}" + (
             f"<ul>{failures}{more}</ul></div>" if failures else "</div>"
         )
