@@ -51,10 +51,10 @@ class BatchFailure:
         return f"BatchFailure(index={self.index!r}, input={self.input[:40]!r}, error={error})"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, repr=False)
 class BatchResult(OperationReport):
     """Results of ``run_batch``: successes in input order, failures with their index label; an ``OperationReport``
-    (``core.report``) whose repr and line say more than the base's (rows ok, skipped, deduplicated, cached, time).
+    (``core.report``) whose line for ``print`` and notebooks says more than the base's (skipped, cached, time).
 
     ``to_dataframe()`` is on the input's index; with ``output=`` it has one typed column per output field.
     """
@@ -227,14 +227,13 @@ class BatchResult(OperationReport):
         in_order = [rows[i] for i in sorted(rows)]
         return batch_timeline(in_order, order=order, max_rows=max_rows, wall_ms=self.wall_time_s * 1000.0)
 
-    def __repr__(self) -> str:
+    def own_fields(self) -> dict[str, str]:
+        """Rows in and answered, and when there are any, the rows a repeat answered and the unpriced ones."""
         deduplicated, unpriced = self.deduplicated, self.unpriced
         return (
-            f"BatchResult(items={len(self.inputs)}, ok={len(self.results)}, failed={len(self.failed)}, "
-            f"total_cost={self.total_cost:.6f}"
-            + (f" (leaves out {unpriced} unpriced)" if unpriced else "")
-            + f", total_tokens={self.total_tokens}"
-            + (f", deduplicated={deduplicated})" if deduplicated else ")")
+            {"items": str(len(self.inputs)), "ok": str(len(self.results))}
+            | ({"deduplicated": str(deduplicated)} if deduplicated else {})
+            | ({"unpriced": f"{unpriced} (left out of total_cost)"} if unpriced else {})
         )
 
     def __str__(self) -> str:
