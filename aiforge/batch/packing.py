@@ -204,9 +204,10 @@ class Packer:
                     continue
                 self.stats.answered += 1
                 self.stats.answered_alone_input_tokens += self.count_alone(self.inputs[index])
+                packed = reply.strategy.model_copy(update={"packed": True})
                 yield index, reply.model_copy(update={
                     "cost": share.cost, "input_tokens": share.input_tokens, "output_tokens": share.output_tokens,
-                    "message": answer[0], "output": answer[1], "packed": True,
+                    "message": answer[0], "output": answer[1], "strategy": packed,
                 })
         for index, share in alone:
             self.stats.retried += 1

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.savings import PACKING, Savings
 from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.report import OperationReport
 from aiforge.core.tokens import estimate_tokens
 from aiforge.core.types import Usage
 
@@ -15,10 +16,12 @@ if TYPE_CHECKING:
     from aiforge.batch.estimate import ItemPricer
 
 
-@dataclass(slots=True)
-class PackingStats:
-    """What packing did in one batch: enough to say what it saved against one request per row."""
+@dataclass(slots=True, repr=False)
+class PackingStats(OperationReport):
+    """What packing did in one batch (``BatchResult.packing``): enough to say what it saved against one request per
+    row. An ``OperationReport`` (``core.report``) of the packed requests only: the rows asked alone are the batch's."""
 
+    title = "Packing"
     size: int
     """``pack=``: the most rows one request held."""
     requests: int = 0
@@ -29,13 +32,28 @@ class PackingStats:
     """Rows answered from a pack (``packed=True``)."""
     retried: int = 0
     """Rows asked again alone: a missing id, an invalid answer, or a failed pack."""
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float = 0.0
-    """USD of the packed requests (the rows asked alone not included)."""
-    answered_alone_input_tokens: int = 0
+    input_tokens: int = field(default=0, repr=False)
+    output_tokens: int = field(default=0, repr=False)
+    cost: float = field(default=0.0, repr=False)
+    """USD of the packed requests (the rows asked alone not included): ``total_cost``."""
+    answered_alone_input_tokens: int = field(default=0, repr=False)
     """Estimated input tokens the rows answered from a pack would have taken one per request (the batch
     estimate's count: system prompt, schema and the row's prompt)."""
+
+    @property
+    def total_cost(self) -> float:
+        """``cost``: USD of the packed requests."""
+        return self.cost
+
+    @property
+    def total_tokens(self) -> int:
+        """Input and output tokens of the packed requests."""
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def failed(self) -> list[Any]:
+        """Always empty: a failed pack's rows are asked again alone, and fail (if they do) as the batch's rows."""
+        return []
 
     @property
     def requests_saved(self) -> int:
@@ -47,7 +65,6 @@ class PackingStats:
         """Input tokens not spent, estimated: what the answered rows would have taken alone, less every pack's
         (negative when packs failed and their rows were asked again anyway)."""
         return self.answered_alone_input_tokens - self.input_tokens
-
 
 
 def warn_if_packing_failed(stats: PackingStats) -> None:

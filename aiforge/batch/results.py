@@ -16,7 +16,7 @@ from aiforge.batch.item import BatchItem as BatchItem  # where modules and Batch
 from aiforge.batch.savings import DEDUP, Savings, row_savings
 from aiforge.core.errors import BudgetExceededError, MissingValueError
 from aiforge.core.output import OutputSpec
-from aiforge.core.report import SharedOnDeepcopy
+from aiforge.core.report import OperationReport
 from aiforge.core.timeline import MAX_ROWS
 
 if TYPE_CHECKING:
@@ -51,12 +51,15 @@ class BatchFailure:
         return f"BatchFailure(index={self.index!r}, input={self.input[:40]!r}, error={error})"
 
 
-@dataclass(slots=True)
-class BatchResult(SharedOnDeepcopy):
-    """Results of ``run_batch``: successes in input order, failures with their index label.
+@dataclass(slots=True, repr=False)
+class BatchResult(OperationReport):
+    """Results of ``run_batch``: successes in input order, failures with their index label; an ``OperationReport``
+    (``core.report``) whose line for ``print`` and notebooks says more than the base's (skipped, cached, time).
 
     ``to_dataframe()`` is on the input's index; with ``output=`` it has one typed column per output field.
     """
+
+    title = "Batch"
 
     item_type: type[BatchItem]
     """The type of ``results``, which lays out the DataFrame rows."""
@@ -224,17 +227,16 @@ class BatchResult(SharedOnDeepcopy):
         in_order = [rows[i] for i in sorted(rows)]
         return batch_timeline(in_order, order=order, max_rows=max_rows, wall_ms=self.wall_time_s * 1000.0)
 
-    def __repr__(self) -> str:
+    def own_fields(self) -> dict[str, str]:
+        """Rows in and answered, and when there are any, the rows a repeat answered and the unpriced ones."""
         deduplicated, unpriced = self.deduplicated, self.unpriced
         return (
-            f"BatchResult(items={len(self.inputs)}, ok={len(self.results)}, failed={len(self.failed)}, "
-            f"total_cost={self.total_cost:.6f}"
-            + (f" (leaves out {unpriced} unpriced)" if unpriced else "")
-            + f", total_tokens={self.total_tokens}"
-            + (f", deduplicated={deduplicated})" if deduplicated else ")")
+            {"items": str(len(self.inputs)), "ok": str(len(self.results))}
+            | ({"deduplicated": str(deduplicated)} if deduplicated else {})
+            | ({"unpriced": f"{unpriced} (left out of total_cost)"} if unpriced else {})
         )
 
-    def _summary(self) -> str:
+    def __str__(self) -> str:
         skipped, deduplicated = len(self.skipped), self.deduplicated
         hits = self.cached - deduplicated
         spared = [f"{deduplicated} deduplicated"] * bool(deduplicated) + [f"{hits} cached"] * bool(hits)
@@ -250,7 +252,7 @@ class BatchResult(SharedOnDeepcopy):
 
     def _repr_markdown_(self) -> str:
         cascade = "" if self.cascade is None else f"\n\n{self.cascade}"
-        return f"**Batch** · {self._summary()}{cascade}"
+        return f"**Batch** · {self}{cascade}"
 
     def _repr_html_(self) -> str:
         import html
@@ -263,6 +265,6 @@ class BatchResult(SharedOnDeepcopy):
         saved = self.saved
         note = f"<br><small>{html.escape(str(saved))}</small>" if saved.requests or saved.dollars else ""
         cascade = "" if self.cascade is None else self.cascade._repr_html_()
-        return f"<div><b>Batch</b> · {html.escape(self._summary())}{note}{cascade}" + (
+        return f"<div><b>Batch</b> · {html.escape(str(self))}{note}{cascade}" + (
             f"<ul>{failures}{more}</ul></div>" if failures else "</div>"
         )

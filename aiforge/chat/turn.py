@@ -17,7 +17,7 @@ from aiforge.chat.cached_turns import cache_marks, lookup
 from aiforge.chat.graph import turn_state
 from aiforge.chat.memory import Conversation, apply_memory
 from aiforge.chat.prompts import SUMMARY_PREFIX
-from aiforge.chat.response import ChatResponse, ToolCallRecord
+from aiforge.chat.response import ChatResponse, StrategyFields, ToolCallRecord
 from aiforge.chat.runtime import ToolEvent, Turn, final_call_truncated
 from aiforge.chat.scored_turn import scored_outcome
 from aiforge.chat.structured import TurnOutcome, output_spec, run_turn
@@ -197,8 +197,7 @@ def _response(
         priced=turn.priced,
         stopped_by_limit=any(r.get("stopped_by_limit") for r in trace),
         truncated=final_call_truncated(trace),
-        confidence=outcome.confidence,
-        label_probabilities=outcome.label_probabilities,
+        strategy=StrategyFields(confidence=outcome.confidence, label_probabilities=outcome.label_probabilities),
         trace=trace,
         **cache_marks(trace),
     )

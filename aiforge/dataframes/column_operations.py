@@ -15,10 +15,11 @@ import pandas as pd
 
 from aiforge.batch.options import DEFAULT_CONCURRENCY, batch_options
 from aiforge.chat.operation_agent import operation_agent
-from aiforge.dataframes.results import attach
+from aiforge.dataframes.results import attach, last_report, remember
 
 if TYPE_CHECKING:
     from aiforge.chat.agent import ChatAgent
+    from aiforge.core.report import OperationReport
     from aiforge.semantic.agg.frames import AggText
 
 _Answer = TypeVar("_Answer")
@@ -28,6 +29,14 @@ class ColumnOperations:
     """The operations over all of ``_data`` at once (a DataFrame's rows, or a Series' values)."""
 
     _data: pd.DataFrame | pd.Series
+
+    @property
+    def last_report(self) -> OperationReport | None:
+        """The report of the last operation that returned on this very frame or Series (None before one has):
+        the same as its result's ``.attrs["aiforge"]``, and the only place for the report of an answer that keeps no
+        ``.attrs`` (``agg(output=int)``). It is kept on the object, not on a copy: ``df["review"]`` is a new Series
+        each time, so keep it in a variable (``s = df["review"]``) to read ``s.aiforge.last_report``."""
+        return last_report(self._data)
 
     def topk(
         self,
@@ -75,36 +84,36 @@ class ColumnOperations:
         self,
         prompt: str,
         by: None = None,
+        output: type[_Answer] = ...,
         *,
-        output: type[_Answer],
         agent: ChatAgent | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> _Answer: ...
 
     @overload
-    def agg(
+    def agg(  # a Literal[...] or Annotated[...] form: mypy cannot name the type of its value
         self,
         prompt: str,
-        by: str | list[Any],
-        output: Any = None,
-        *,
-        agent: ChatAgent | None = None,
-        concurrency: int = DEFAULT_CONCURRENCY,
-        **settings: Any,
-    ) -> pd.Series: ...
-
-    @overload
-    def agg(
-        self,
-        prompt: str,
-        by: Any = None,
-        output: Any = None,
+        by: None = None,
+        output: object = ...,
         *,
         agent: ChatAgent | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> Any: ...
+
+    @overload
+    def agg(
+        self,
+        prompt: str,
+        by: str | list[Any],
+        output: object = None,
+        *,
+        agent: ChatAgent | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        **settings: Any,
+    ) -> pd.Series: ...
 
     def agg(
         self,
@@ -121,13 +130,18 @@ class ColumnOperations:
         The prompt names the columns to read (``{review}``), which read as their names in the instruction:
         ``df.aiforge.agg("What do the {review}s complain about most?")``; on a Series ``{value}`` or no field.
         Without ``by``: a ``str`` (its ``.attrs["aiforge"]`` is the ``AggReport``: levels, requests, cost), or the
-        ``output=`` value (an instance of that type, which keeps no report). With ``by`` (a column or a list): a
-        Series indexed by group. ``cache=``, ``checkpoint=`` (a directory), ``restart=``, ``max_cost=`` and
+        ``output=`` value, an instance of that type (``output=int`` returns an ``int``); its ``AggReport`` is at
+        ``df.aiforge.last_report``, as every operation's is. With ``by`` (a column or a list): a Series indexed by
+        group. ``cache=``, ``checkpoint=`` (a directory), ``restart=``, ``max_cost=`` and
         ``dedup=`` go to each level's batch; the same call after an interrupt asks only the unanswered chunks
         (``semantic.agg``).
         """
-        from aiforge.semantic.agg.frames import agg_answer
+        from aiforge.semantic.agg.frames import agg_answer, agg_data
 
+        if by is None and output is not None:  # an int, a bool or a model carries no .attrs: keep the report here
+            answer, report = agg_data(self._data, prompt, output, agent, concurrency, settings)
+            remember(self._data, report)
+            return answer
         return agg_answer(self._data, prompt, by, output, agent, concurrency, settings)
 
     def _dedup(

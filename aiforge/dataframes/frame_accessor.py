@@ -17,7 +17,7 @@ from aiforge.batch.options import DEFAULT_CONCURRENCY, with_options
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
 from aiforge.dataframes.column_operations import ColumnOperations
-from aiforge.dataframes.results import ATTRS_KEY
+from aiforge.dataframes.results import ATTRS_KEY, records_reports
 from aiforge.dataframes.row_operations import RowOperations
 from aiforge.semantic.join import semantic_join
 from aiforge.semantic.join.choices import TARGET_RECALL
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 
 @pd.api.extensions.register_dataframe_accessor(ATTRS_KEY)
+@records_reports
 class DataFrameOperations(RowOperations, ColumnOperations):
     """``df.aiforge.map / classify / filter / extract``; prompts name the frame's columns."""
 

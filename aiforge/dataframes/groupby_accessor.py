@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from aiforge.batch.options import DEFAULT_CONCURRENCY
-from aiforge.dataframes.results import ATTRS_KEY
+from aiforge.dataframes.results import ATTRS_KEY, remember
 
 if TYPE_CHECKING:
     from aiforge.chat.agent import ChatAgent
@@ -34,10 +34,13 @@ class GroupByOperations:
         **settings: Any,
     ) -> pd.Series:
         """One answer per group, a Series on the groupby's keys (a MultiIndex for several), ``dropna`` and
-        ``observed`` as pandas applies them: ``df.groupby("product").aiforge.agg("Top complaint in {review}")``."""
+        ``observed`` as pandas applies them: ``df.groupby("product").aiforge.agg("Top complaint in {review}")``.
+        The ``AggReport`` is in its ``.attrs["aiforge"]``, and at ``df.aiforge.last_report`` of the grouped frame."""
         from aiforge.semantic.agg.frames import agg_groups
 
-        return agg_groups(self._grouped, prompt, output, agent, concurrency, settings)
+        result = agg_groups(self._grouped, prompt, output, agent, concurrency, settings)
+        remember(self._grouped.obj, result.attrs[ATTRS_KEY])
+        return result
 
 
 def _install_groupby_accessor() -> None:

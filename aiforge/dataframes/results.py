@@ -3,10 +3,15 @@ operation's report in its ``.attrs["aiforge"]``.
 
 ``batch_columns`` turns a ``BatchResult`` into the new columns (the output's fields, or the text replies);
 ``attach`` puts the report on the result and says how many rows failed (``FailedRowsWarning``).
+
+The input keeps the report of its last operation too, at ``df.aiforge.last_report`` (``records_reports``): the one
+place for the report of an answer that cannot carry ``.attrs`` (``agg(output=int)`` returns an ``int``).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -22,7 +27,16 @@ RESPONSE_COLUMN = "response"
 LABEL_COLUMN = "label"
 """The name of ``classify``'s Series."""
 
+LAST_REPORT = "_aiforge_last_report"
+"""The attribute of a DataFrame or Series that holds its last operation's report (``last_report``)."""
+RECORDED_OPERATIONS = (
+    *("map", "classify", "filter", "extract", "judge"),
+    *("agg", "topk", "embed", "dedup", "cluster", "join", "evaluate"),
+)
+"""The accessor's operations whose report ``last_report`` keeps (``records_reports``)."""
+
 _Data = TypeVar("_Data", bound="pd.DataFrame | pd.Series[Any]")
+_Accessor = TypeVar("_Accessor", bound=type)
 
 
 def batch_columns(batch: BatchResult) -> pd.DataFrame:
@@ -59,3 +73,39 @@ def attach(data: _Data, report: OperationReport) -> _Data:
             where="result.attrs['aiforge'].confirmation.failed (each counts as not a duplicate)",
         )
     return data
+
+
+def remember(data: pd.DataFrame | pd.Series, report: OperationReport) -> None:
+    """Keep ``report`` as ``data``'s last operation's (``last_report``), on the object itself: pandas builds a new
+    accessor at each ``df.aiforge``, and copies of ``data`` (``copy``, ``head``, pickling) do not take it along."""
+    object.__setattr__(data, LAST_REPORT, report)  # pandas' own __setattr__ would take the name for a column
+
+
+def last_report(data: pd.DataFrame | pd.Series) -> OperationReport | None:
+    """The report ``remember`` kept on ``data`` (None: no operation has returned on this object)."""
+    report: OperationReport | None = vars(data).get(LAST_REPORT)
+    return report
+
+
+def records_reports(accessor: _Accessor) -> _Accessor:
+    """``accessor`` whose ``RECORDED_OPERATIONS`` each ``remember`` their report on the accessor's data once they
+    return: the result's ``.attrs["aiforge"]``, or the result itself when it is a report (``evaluate``). An answer
+    with neither (``agg(output=int)``) was remembered by the operation."""
+    for name in RECORDED_OPERATIONS:
+        operation = getattr(accessor, name, None)
+        if operation is not None:
+            setattr(accessor, name, _recording(operation))
+    return accessor
+
+
+def _recording(operation: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(operation)  # keeps the signature with_options wrote, and the docstring
+    def recorded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = operation(self, *args, **kwargs)
+        attrs = getattr(result, "attrs", None)
+        report = attrs.get(ATTRS_KEY) if isinstance(attrs, dict) else result
+        if isinstance(report, OperationReport):
+            remember(self._data, report)
+        return result
+
+    return recorded

@@ -11,7 +11,7 @@ import pandas as pd
 
 from aiforge.batch.options import DEFAULT_CONCURRENCY, with_options
 from aiforge.dataframes.column_operations import ColumnOperations
-from aiforge.dataframes.results import ATTRS_KEY
+from aiforge.dataframes.results import ATTRS_KEY, records_reports
 from aiforge.dataframes.row_operations import RowOperations
 
 if TYPE_CHECKING:
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 
 @pd.api.extensions.register_series_accessor(ATTRS_KEY)
+@records_reports
 class SeriesOperations(RowOperations, ColumnOperations):
     """``s.aiforge.map / classify / filter / extract`` over the values; prompts say ``{value}``."""
 

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from aiforge.core.report import OperationReport
 from aiforge.core.types import UsageError
 from aiforge.evaluation.agreement import Agreement, agreement
 from aiforge.evaluation.stats import cohen_kappa, latency_percentiles, macro_f1, mean_interval, wilson_interval
@@ -42,8 +43,11 @@ def default_metric(kind: Kind) -> Callable[[Any, Any], bool]:
     return lambda prediction, truth: bool(prediction == truth)
 
 
-class EvalResult:
-    """An evaluation grid's results: ``.rows`` (tidy), ``.summary`` (per candidate), ``.plot()``, ``.agreement()``."""
+class EvalResult(OperationReport):
+    """An evaluation grid's results: ``.rows`` (tidy), ``.summary`` (per candidate), ``.plot()``, ``.agreement()``;
+    an ``OperationReport`` (``core.report``) over every candidate's batch, whose repr names the best candidate."""
+
+    title = "Evaluation"
 
     def __init__(
         self,
@@ -222,6 +226,10 @@ class EvalResult:
         ax.set_ylim(-0.05, 1.05)
         ax.set_title(f"{len(table)} candidates on {len(self.frame)} rows")
         return ax
+
+    def own_fields(self) -> dict[str, str]:
+        """The candidates and rows (``print(result)``'s line starts with them)."""
+        return {"candidates": str(len(self.candidates)), "rows": str(len(self.frame))}
 
     def __repr__(self) -> str:
         try:

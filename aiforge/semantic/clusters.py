@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from aiforge.core.report import SharedOnDeepcopy
+from aiforge.core.report import OperationReport
 from aiforge.core.types import UsageError
 from aiforge.semantic.distinct import DistinctTexts, embed_distinct
 from aiforge.semantic.similarity import BLOCK_ROWS, unit_rows
@@ -43,10 +43,12 @@ CLUSTER = "cluster"
 """The name of ``cluster``'s Series."""
 
 
-@dataclass
-class ClusterReport(SharedOnDeepcopy):
+@dataclass(repr=False)
+class ClusterReport(OperationReport):
     """What one ``cluster`` did and spent, kept in its result's ``.attrs["aiforge"]``: an ``OperationReport``
     (``core.report``)."""
+
+    title = "Cluster"
 
     rows: int
     distinct: int

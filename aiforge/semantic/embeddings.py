@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.batch.options import DEFAULT_CONCURRENCY as OPERATIONS_CONCURRENCY
 from aiforge.chat.arguments import checked_positive
 from aiforge.core.aio import run_sync
-from aiforge.core.report import SharedOnDeepcopy
+from aiforge.core.report import OperationReport
 from aiforge.core.types import ConfigError, Usage, UsageError
 from aiforge.semantic.embedding_requests import EmbeddingRequests, chunked, request_limits
 
@@ -44,18 +44,19 @@ DEFAULT_CONCURRENCY = OPERATIONS_CONCURRENCY
 """Embedding requests in flight at once: every operation's one default (``batch.options.DEFAULT_CONCURRENCY``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class EmbeddingReport(SharedOnDeepcopy):
+@dataclass(frozen=True, slots=True, repr=False)
+class EmbeddingReport(OperationReport):
     """What embedding texts did and spent, without the vectors: ``embed``'s ``.attrs["aiforge"]`` (the vectors are
     the Series' values), and ``dedup``'s and ``cluster``'s ``report.embedding``. An ``OperationReport``
     (``core.report``): lean, so pandas' deep copy of ``.attrs`` (``head``, ``copy``) copies nothing."""
 
+    title = "Embed"
     model: str
     """The embeddings model asked."""
-    usage: Usage
-    """Input tokens of the requests made (cached texts cost none)."""
-    cost: float
-    """USD of the requests made (0.0 for a free provider or an unpriced model: see ``priced``)."""
+    usage: Usage = field(repr=False)
+    """Input tokens of the requests made (cached texts cost none): ``total_tokens``."""
+    cost: float = field(repr=False)
+    """USD of the requests made (0.0 for a free provider or an unpriced model: see ``priced``): ``total_cost``."""
     priced: bool
     """False when the model has no price (add it with the ``PRICES`` setting)."""
     requests: int
@@ -85,7 +86,7 @@ class EmbeddingReport(SharedOnDeepcopy):
         return []
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class EmbeddingRun(EmbeddingReport):
     """The vectors of ``run_embeddings`` and what they cost: an ``EmbeddingReport`` with the vectors (``report()``:
     the same without them, for a result's ``.attrs``)."""

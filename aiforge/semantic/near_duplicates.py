@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.identity import check_budget_enforceable
-from aiforge.core.report import SharedOnDeepcopy
+from aiforge.core.report import OperationReport
 from aiforge.core.types import UsageError
 from aiforge.semantic.dedup_request import CONFIRM_BAND as CONFIRM_BAND
 from aiforge.semantic.dedup_request import CONFIRM_PROMPT as CONFIRM_PROMPT
@@ -64,10 +64,12 @@ PairAsker = Callable[[list[tuple[str, str]]], list[bool]]
 """Borderline pairs of texts -> whether each is a duplicate (the model's answer; False for a failed pair)."""
 
 
-@dataclass
-class DedupReport(SharedOnDeepcopy):
+@dataclass(repr=False)
+class DedupReport(OperationReport):
     """What one ``dedup`` did and spent, kept in its result's ``.attrs["aiforge"]``: an ``OperationReport``
     (``core.report``)."""
+
+    title = "Dedup"
 
     rows: int
     distinct: int

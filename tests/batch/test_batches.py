@@ -179,7 +179,7 @@ def test_batch_dataframe_has_one_row_per_input_in_input_order(batch: BatchResult
 
 def test_batch_markdown_and_repr_summarise_it(batch: BatchResult) -> None:
     assert batch._repr_markdown_().startswith("**Batch** · 2/3 ok · 1 failed · ")
-    assert repr(batch).startswith("BatchResult(items=3, ok=2, failed=1, total_cost=0.000000")
+    assert repr(batch).startswith("BatchResult(items=3, ok=2, requests=3, failed=1, total_tokens=")
 
 
 def test_batch_has_an_html_repr(batch: BatchResult) -> None:

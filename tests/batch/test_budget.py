@@ -197,7 +197,7 @@ def test_the_frame_has_priced_and_an_unpriced_total_says_it_leaves_them_out(srv:
         batch = gateway(srv, model=model).run_batch(ITEMS[:3])
     frame = batch.to_dataframe()
     assert frame["priced"].tolist() == [False, False, False] and batch.unpriced == 3
-    assert "total_cost=0.000000 (leaves out 3 unpriced)" in repr(batch)
+    assert "unpriced=3 (left out of total_cost), requests=3, failed=0" in repr(batch)
     assert "(leaves out 3 unpriced: no price, see PRICES)" in batch._repr_markdown_()
     priced = agent(srv).run_batch(ITEMS[:3])
     assert priced.to_dataframe()["priced"].tolist() == [True] * 3 and priced.unpriced == 0

@@ -31,3 +31,18 @@ def test_mypy_finds_no_errors_in_the_package() -> None:
     checked = re.search(r"Success: no issues found in (\d+) source files", done.stdout)
     assert checked is not None, output
     assert int(checked.group(1)) == len(list((ROOT / "aiforge").rglob("*.py"))), output
+
+
+def test_mypy_knows_what_agg_returns_for_each_form() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MYPY")}
+    usage = Path(__file__).with_name("typed_agg.py")
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", str(usage.relative_to(ROOT))],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.savings import Savings
-from aiforge.core.report import SharedOnDeepcopy
+from aiforge.core.report import OperationReport
 from aiforge.core.types import UsageError
 from aiforge.dataframes.dask.job import JOB_ATTRIBUTE, DaskJob
 from aiforge.dataframes.partition import partition_key
@@ -21,10 +21,12 @@ if TYPE_CHECKING:
     from aiforge.semantic.embeddings import EmbeddingReport
 
 
-@dataclass
-class JobSummary(SharedOnDeepcopy):
+@dataclass(repr=False)
+class JobSummary(OperationReport):
     """The costs and failures of a whole Dask job, gathered from its partitions after ``compute()``: an
     ``OperationReport`` (``core.report``)."""
+
+    title = "Dask job"
 
     partitions: int = 0
     rows: int = 0
@@ -36,7 +38,7 @@ class JobSummary(SharedOnDeepcopy):
     """Requests the partitions sent (cache hits and repeated rows sent none)."""
     cached: int = 0
     """Rows answered by the response cache, an identical row of their partition (or a checkpoint), not a request."""
-    saved: Savings = field(default_factory=Savings)
+    saved: Savings = field(default_factory=Savings, repr=False)
     """What the job did not spend against one request per row: the partitions' ``saved`` added up."""
 
 

@@ -4,9 +4,9 @@ on Dask what the partitions spent below the fold (``PartitionTotals``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from aiforge.core.report import SharedOnDeepcopy
+from aiforge.core.report import OperationReport
 
 if TYPE_CHECKING:
     from aiforge.batch.results import BatchFailure, BatchResult
@@ -39,21 +39,23 @@ class PartitionTotals:
     """Estimated tokens of the largest request any partition built."""
 
 
-@dataclass
-class AggReport(SharedOnDeepcopy):
+@dataclass(repr=False)
+class AggReport(OperationReport):
     """What an ``agg`` call did: its levels and batches, their costs and tokens summed; ``result.attrs["aiforge"]``,
     an ``OperationReport`` (``core.report``)."""
 
-    context_window: int
+    title = "Agg"
+    context_window: int = field(repr=False)
     """The ``CONTEXT_WINDOW`` requests were packed under."""
-    request_limit: int
+    request_limit: int = field(repr=False)
     """The most tokens a request was estimated at: the window less ``agg.chunks.SAFETY_MARGIN``."""
-    levels: list[AggLevel] = field(default_factory=list)
+    levels: list[AggLevel] = field(default_factory=list, repr=False)
+    """The levels of the tree, leaves first (written as their count and chunks: ``levels=3, chunks=39 -> 5 -> 1``)."""
     largest_request: int = 0
     """Estimated tokens (``core.tokens``) of the largest request built, answer reserved: at most ``request_limit``."""
     truncated: int = 0
     """Rows or partial answers cut to fit a request (``TruncatedRowWarning``)."""
-    partitions: PartitionTotals | None = None
+    partitions: PartitionTotals | None = field(default=None, repr=False)
     """On Dask: what the partitions spent below ``levels`` (the fold across them); added into the totals."""
 
     @property
@@ -89,10 +91,13 @@ class AggReport(SharedOnDeepcopy):
         """Chunk prompts over all levels (each a request, unless answered by the cache or an earlier run)."""
         return sum(level.chunks for level in self.levels)
 
-    def __repr__(self) -> str:
+    def own_fields(self) -> dict[str, str]:
+        """The levels and each level's chunks (``chunks=39 -> 5 -> 1``) first."""
         shape = " -> ".join(str(level.chunks) for level in self.levels)
-        return (
-            f"AggReport(levels={len(self.levels)}, chunks={shape}, requests={self.requests}, "
-            f"total_tokens={self.total_tokens}, total_cost={self.total_cost:.6f}, "
-            f"largest_request={self.largest_request}/{self.context_window}, truncated={self.truncated})"
-        )
+        return {"levels": str(len(self.levels)), "chunks": shape, **OperationReport.own_fields(self)}
+
+    def shown(self, name: str, value: Any) -> str:
+        """``largest_request`` out of the window (``320/400``)."""
+        if name == "largest_request":
+            return f"{value}/{self.context_window}"
+        return OperationReport.shown(self, name, value)

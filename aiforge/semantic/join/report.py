@@ -10,7 +10,7 @@ from typing import Any
 from aiforge.batch.results import BatchResult
 from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.errors import FailedRowsWarning, MissingValueError
-from aiforge.core.report import SharedOnDeepcopy
+from aiforge.core.report import OperationReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,44 +25,45 @@ class JoinFailure:
     error: BaseException
 
 
-@dataclass(slots=True)
-class JoinReport(SharedOnDeepcopy):
-    """What a semantic join asked and spent: ``result.attrs["aiforge"]``."""
+@dataclass(slots=True, repr=False)
+class JoinReport(OperationReport):
+    """What a semantic join asked and spent: ``result.attrs["aiforge"]``, an ``OperationReport``."""
 
+    title = "Join"
     strategy: str
     """``"classify"``, ``"candidates"`` or ``"pairs"``: the strategy that ran."""
     k: int | None
     """Candidates per left row, the depth (``"candidates"`` and ``"pairs"`` only; None when a side is empty)."""
-    naive_questions: int
+    naive_questions: int = field(repr=False)
     """n x m: the pairs of distinct rows a question per pair would have asked."""
+    matches: int = 0
+    """Matched row pairs in the result."""
     questions: int = 0
     """Distinct questions sent to the model (one per distinct left row, or per proposed pair), the sample's too."""
     chat_requests: int = 0
     """Model requests those questions made (output retries included; none for a cached answer)."""
     embedding_requests: int = 0
     """Embeddings requests sent (``"candidates"`` only)."""
-    embedded_texts: int = 0
+    embedded_texts: int = field(default=0, repr=False)
     """Distinct texts embedded (texts served by the response cache not counted)."""
-    embedding_tokens: int = 0
-    embedding_cost: float = 0.0
-    matches: int = 0
-    """Matched row pairs in the result."""
-    batch: BatchResult | None = None
+    embedding_tokens: int = field(default=0, repr=False)
+    embedding_cost: float = field(default=0.0, repr=False)
+    batch: BatchResult | None = field(default=None, repr=False)
     """The questions' ``BatchResult`` (per-question costs, tokens, failures)."""
     failed: list[JoinFailure] = field(default_factory=list)
     """Every row pair a failed question asked about, and every row not asked (a missing value): none is a "no"."""
-    depth_how: str = ""
+    depth_how: str = field(default="", repr=False)
     """How ``k`` was chosen: given (``candidates=``), or from the sample's matches for ``target_recall``."""
     estimated_recall: float | None = None
     """With ``candidates="auto"``: the share of the sample's matches (found among ``k_max`` candidates) that lie
     within the chosen depth; matches deeper than ``k_max`` or missed by the embeddings are not seen by it."""
     recall_interval: tuple[float, float] | None = None
     """A 95 % Wilson interval around ``estimated_recall`` (the sample is small: read the width)."""
-    k_max: int | None = None
+    k_max: int | None = field(default=None, repr=False)
     """The depth the sample's rows were asked at (``candidates="auto"``)."""
-    sample_questions: int = 0
+    sample_questions: int = field(default=0, repr=False)
     """Questions of the sample (also in ``questions``): its rows were asked at ``k_max`` and not again."""
-    sample_batch: BatchResult | None = None
+    sample_batch: BatchResult | None = field(default=None, repr=False)
     """The sample's ``BatchResult`` (its rows that failed were asked again with the others, in ``batch``)."""
     dropped_numbers: int = 0
     """Numbers the answers gave that name no listed candidate (0, negative, past the list), and with
@@ -83,15 +84,9 @@ class JoinReport(SharedOnDeepcopy):
         batches = (self.sample_batch, self.batch)
         return self.embedding_tokens + sum(b.total_tokens for b in batches if b is not None)
 
-    def __repr__(self) -> str:
-        k = f", k={self.k}" if self.k is not None else ""
-        if self.estimated_recall is not None:
-            k += f" (estimated recall {self.estimated_recall:.2f})"
-        return (
-            f"JoinReport(strategy={self.strategy!r}{k}, matches={self.matches}, questions={self.questions} of "
-            f"{self.naive_questions}, requests={self.requests} (chat {self.chat_requests}, embeddings "
-            f"{self.embedding_requests}), failed={len(self.failed)}, total_cost={self.total_cost:.6f})"
-        )
+    def shown(self, name: str, value: Any) -> str:
+        """``questions`` out of the naive n x m."""
+        return f"{value} of {self.naive_questions}" if name == "questions" else OperationReport.shown(self, name, value)
 
 
 def warn_if_failed(report: JoinReport) -> None:

@@ -10,27 +10,30 @@ from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.results import BatchFailure, BatchResult
 from aiforge.core.errors import BudgetExceededError, ComparisonFailedError
-from aiforge.core.report import SharedOnDeepcopy
+from aiforge.core.report import OperationReport
 
 if TYPE_CHECKING:
     from aiforge.chat.agent import ChatAgent
 
 
-@dataclass(slots=True)
-class TopKRun(SharedOnDeepcopy):
-    """What ``topk`` did: the rows it chose (positions, best first) and every batch of comparisons it ran."""
+@dataclass(slots=True, repr=False)
+class TopKRun(OperationReport):
+    """What ``topk`` did: the rows it chose (positions, best first) and every batch of comparisons it ran; an
+    ``OperationReport`` (``core.report``)."""
+
+    title = "Top-k"
 
     method: str
     k: int
     rows: int
     window: int | None
     """The rows per listwise request (None for pairwise)."""
-    positions: list[int] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list, repr=False)
     """The chosen rows' positions in the input, best first."""
     rounds: int = 0
     """Rounds of comparisons, each waiting on the one before: a listwise pass over the candidates, a pairwise level
     of the knockout or one step of a replay."""
-    batches: list[BatchResult] = field(default_factory=list)
+    batches: list[BatchResult] = field(default_factory=list, repr=False)
     """The ``run_batch`` of each round in the order they ran: one a round, two for a listwise round with windows of
     two sizes (each size its own answer type), and one per re-ask of failed comparisons."""
 
@@ -59,12 +62,6 @@ class TopKRun(SharedOnDeepcopy):
     def total_tokens(self) -> int:
         """Input and output tokens over every round."""
         return sum(b.total_tokens for b in self.batches)
-
-    def __repr__(self) -> str:
-        return (
-            f"TopKRun(method={self.method!r}, k={self.k}, rows={self.rows}, rounds={self.rounds}, "
-            f"requests={self.requests}, total_cost={self.total_cost:.6f}, total_tokens={self.total_tokens})"
-        )
 
 
 class Asker:
