@@ -137,7 +137,8 @@ def load_model(model: str) -> Any:
         from transformers.utils import logging as transformers_logging
 
         bar_was_on = transformers_logging.is_progress_bar_enabled()
-        transformers_logging.disable_progress_bar()  # no "Loading weights" bar in a notebook's output on each load
+        # no "Loading weights" bar in a notebook's output on each load
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         try:
             loaded = SentenceTransformer(location, device="cpu", local_files_only=True)
         except (OSError, ValueError) as exc:
@@ -148,7 +149,7 @@ def load_model(model: str) -> Any:
             ) from None
         finally:
             if bar_was_on:
-                transformers_logging.enable_progress_bar()
+                transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
         _models[location] = loaded
         return loaded
 

@@ -53,7 +53,7 @@ def test_auto_asks_one_question_per_left_row_and_finds_the_planted_matches() -> 
     assert all(call.params.output.output_type == list[int] for call in agent.provider.calls)
     depths = sorted({len(listed(call.last_user_message)) for call in agent.provider.calls})
     assert depths == sorted({report.k, MAX_DEPTH})
-    assert f"k={report.k} (estimated recall" in repr(report)
+    assert f"k={report.k}," in repr(report) and f"estimated_recall={report.estimated_recall:.2f}," in repr(report)
 
 
 def test_no_more_left_rows_than_the_sample_asks_every_row_at_the_full_depth_in_one_batch() -> None:

@@ -85,8 +85,14 @@ class JoinReport(OperationReport):
         return self.embedding_tokens + sum(b.total_tokens for b in batches if b is not None)
 
     def shown(self, name: str, value: Any) -> str:
-        """``questions`` out of the naive n x m."""
-        return f"{value} of {self.naive_questions}" if name == "questions" else OperationReport.shown(self, name, value)
+        """``questions`` out of the naive n x m; the sample's estimates to two places."""
+        if name == "questions":
+            return f"{value} of {self.naive_questions}"
+        if name == "estimated_recall":
+            return f"{value:.2f}"
+        if name == "recall_interval":
+            return f"({value[0]:.2f}, {value[1]:.2f})"
+        return OperationReport.shown(self, name, value)
 
 
 def warn_if_failed(report: JoinReport) -> None:
