@@ -18,7 +18,7 @@ from langchain_core.tools import StructuredTool
 from pydantic import BaseModel
 
 import aiforge
-from aiforge import ChatAgent, register_provider
+from aiforge import ChatAgent, ProviderError, register_provider
 
 ROOT = Path(aiforge.__file__).parent
 _names = itertools.count()
@@ -107,3 +107,28 @@ def test_a_chat_turn_without_tools_makes_its_request_from_the_graph_route_node()
     assert files(walks[0])[-4:] == [
         "chat/graph.py", "batch/request/call.py", "providers/prompted.py", "providers/function.py"
     ]
+
+
+def test_a_row_whose_model_asks_for_a_tool_the_agent_lacks_fails_saying_so() -> None:
+    """Only a scripted provider can: no tools are sent. The graph is not there to answer the call, so the row fails."""
+    from aiforge.providers.scripted import ScriptedProvider, tool_call
+
+    agent = ChatAgent(provider=ScriptedProvider([tool_call("echo", x="1"), "fine"]))
+    batch = agent.run_batch(["hi"])
+
+    assert batch.results == [] and len(batch.failed) == 1
+    error = batch.failed[0].error
+    assert isinstance(error, ProviderError)
+    assert "asked for tools (echo) the agent does not have; give the agent tools= to run them" in str(error)
+
+
+def test_a_row_below_chat_is_still_the_agents_last_response_and_logged_as_a_batch_item(tmp_path: Path) -> None:
+    walks: list[list[str]] = []
+    store = tmp_path / "store.sqlite"
+    agent = ChatAgent(provider=probe(walks, reply="fine"), STORE=store)
+
+    batch = agent.run_batch(["hi"])
+
+    assert agent.last_response is batch.results[0]
+    (row,) = aiforge.logs(store=store).to_dict("records")
+    assert (row["kind"], row["prompt"], row["reply"]) == ("batch", "hi", "fine")
