@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -92,8 +93,9 @@ class TurnSetup:
             log = None if self.store is None else self.store.log
             items = ItemRequest(
                 self.runtime, self.plan, self.base_prompt, agent.memory_mode, ChatResponse, log,
-                # A builtin, so no code of chat/ runs for a row: the row becomes the agent's last response.
-                functools.partial(setattr, agent, "last_response"),
+                # Builtins, so no code of chat/ runs for a row: the row becomes the agent's last response. A proxy,
+                # so the agent's own context does not keep it alive (a cycle would close its cache file late).
+                functools.partial(setattr, weakref.proxy(agent), "last_response"),
             )
         prompt = with_tool_instructions(self.base_prompt, specs) if specs and not agent.native_tools else None
         return RequestContext(

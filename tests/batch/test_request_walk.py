@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +133,13 @@ def test_a_row_below_chat_is_still_the_agents_last_response_and_logged_as_a_batc
     assert agent.last_response is batch.results[0]
     (row,) = aiforge.logs(store=store).to_dict("records")
     assert (row["kind"], row["prompt"], row["reply"]) == ("batch", "hi", "fine")
+
+
+def test_an_agent_is_freed_once_dropped_though_its_request_context_sets_its_last_response() -> None:
+    agent = ChatAgent(provider=probe([], reply="fine"), log=False)
+    agent.run_batch(["hi"])
+    dropped = weakref.ref(agent)
+
+    del agent
+
+    assert dropped() is None  # by reference count, no cycle left for the garbage collector

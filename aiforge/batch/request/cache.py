@@ -84,7 +84,7 @@ class CachedTurn:
             "input_tokens": outcome.input_tokens,
             "output_tokens": outcome.output_tokens,
         }
-        if outcome.label_probabilities is not None:  # a scored answer's (``scored_turn``)
+        if outcome.label_probabilities is not None:  # a scored answer's (``scored``)
             payload.update(confidence=outcome.confidence, label_probabilities=outcome.label_probabilities)
         self.cache.put(self.key, payload, cost=cost)
 
