@@ -94,7 +94,7 @@ async def in_agent_span(
 
 @dataclass(frozen=True, slots=True)
 class TurnPlan:
-    """How one turn is answered besides its messages: built once per agent (``key_base`` aside, per turn)."""
+    """What every turn of one agent is answered with besides its messages and attempt: built once, with the agent."""
 
     key_base: TurnKeyBase
     provider: Provider
