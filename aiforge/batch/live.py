@@ -13,6 +13,7 @@ from aiforge.batch.identity import pricer_of
 from aiforge.batch.packing import Packer, pack_texts
 from aiforge.batch.packing_report import PackingStats, packing_saving, warn_if_packing_failed
 from aiforge.batch.prepare import Answered, PreparedBatch, prepare
+from aiforge.batch.request.answer import request_item
 from aiforge.batch.runner import BatchRun
 from aiforge.core.progress import progress_bar, progress_enabled
 
@@ -34,10 +35,12 @@ async def answer_live(batch: PreparedBatch) -> Answered:
             owner, spec, batch.prompts.template, pack_texts(batch.prompts), inputs, batch.cache,
             PackingStats(options.pack), count_alone=pricer_of(owner, spec).input_tokens,
         )
-    cache = batch.cache
+    cache, items, labels = batch.cache, owner.request_context.items, batch.scored
     run = BatchRun(
         inputs,
-        lambda text: owner.arun_batch_item(text, output=spec, cache=cache),
+        # An agent without tools: each row goes from the pool to the provider here, not back up through the agent.
+        (lambda text: request_item(items, text, output=spec, cache=cache, labels=labels)) if items is not None
+        else (lambda text: owner.arun_batch_item(text, output=spec, cache=cache)),
         batch.done,
         batch.errors,
         checkpoint=batch.checkpoint,

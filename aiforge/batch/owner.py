@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 if TYPE_CHECKING:
+    from aiforge.batch.request.answer import ItemRequest
     from aiforge.batch.results import BatchItem
     from aiforge.core.costs import CostTracker
     from aiforge.core.output import OutputSpec
@@ -35,6 +36,9 @@ class RequestContext:
     """The tool specs sent with every request (empty without tools)."""
     params: CallParams
     """The parameters of one item's call: the agent's own, as its live turns use them."""
+    items: ItemRequest | None = None
+    """How a row is answered below ``chat/`` (``batch.request.answer``), for an agent without tools; None: a row
+    is the owner's ``arun_batch_item`` (an agent with tools runs it on its LangGraph loop)."""
 
 
 class BatchOwner(Protocol):

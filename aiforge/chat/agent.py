@@ -15,9 +15,8 @@ from aiforge.batch.label_scoring import scored_labels
 from aiforge.batch.options import BatchArguments, BatchOptions
 from aiforge.batch.orchestrator import run_items, run_items_sync
 from aiforge.batch.owner import RequestContext
+from aiforge.batch.request.answer import output_spec, request_item
 from aiforge.chat.arguments import check_agent_options, checked_positive
-from aiforge.chat.cached_turns import TurnKeyBase
-from aiforge.chat.graph import build_chat_graph
 from aiforge.chat.memory import MEMORY_MODES, Conversation, history_frame
 from aiforge.chat.prompts import DEFAULT_SYSTEM_PROMPT
 from aiforge.chat.replay import cassette_provider
@@ -25,7 +24,6 @@ from aiforge.chat.response import ChatResponse
 from aiforge.chat.runtime import TurnStream
 from aiforge.chat.sessions import chat_store
 from aiforge.chat.setup import AgentSetup
-from aiforge.chat.structured import output_spec
 from aiforge.chat.tool_runner import ToolInterrupted, Toolset
 from aiforge.chat.turn import TurnSetup, agent_turn
 from aiforge.core.aio import iterate_sync, run_sync
@@ -33,7 +31,6 @@ from aiforge.core.costs import CostTracker
 from aiforge.core.settings import check_overrides
 from aiforge.core.templates import RowTemplate
 from aiforge.core.types import Message
-from aiforge.providers.prompted import with_tool_instructions
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,19 +88,8 @@ class ChatAgent:
         base_prompt = system_prompt or self.settings.chat.system_prompt or DEFAULT_SYSTEM_PROMPT
         runtime = setup.runtime(toolset, self.native_tools, self.cost_tracker)
         self._store = chat_store(self.settings, session, log=log)
-        self._turns = TurnSetup(
-            runtime=runtime, graph=build_chat_graph(),
-            key_base=TurnKeyBase.of(runtime, self.provider.base_url, native_tools=self.native_tools),
-            # route, then execute_tool + process_result per round: never let LangGraph's own step
-            # limit (configurable by environment) end a turn before max_tool_iterations does.
-            steps=2 * self.max_tool_iterations + 3, base_prompt=base_prompt, store=self._store,
-        )
-        specs = runtime.toolset.specs
-        self._request = RequestContext(
-            self.provider, self.provider_name, self.model, self.settings,
-            with_tool_instructions(base_prompt, specs) if specs and not self.native_tools else base_prompt,
-            tuple(specs or ()), runtime.params,
-        )
+        self._turns = TurnSetup.of(self, runtime, base_prompt, self._store)
+        self._request = self._turns.request_context(self)
         self._conversation = (self._store and self._store.conversation) or Conversation()
         self.last_response: ChatResponse | None = None
         """The response of the most recent turn, streamed turns included."""
@@ -282,6 +268,9 @@ class ChatAgent:
     ) -> ChatResponse:
         """One batch item in a fresh conversation (no memory shared); a label output scored where ``LABELS_BY`` says."""
         labels = scored_labels(self.provider, self.settings, output_spec(output), tools=bool(self.tools))
+        if self._request.items is not None:  # no tools: answered below chat, as the batch's own rows are
+            return cast(ChatResponse, await request_item(self._request.items, text, output=output, cache=cache,
+                                                         labels=labels))
         return await agent_turn(self, self._turns, Conversation(), text, None, emit=None, output=output,
                                 remember=False, cache=cache, labels=labels)
 

@@ -1,4 +1,5 @@
-"""Checks of what a caller hands ``ChatAgent``: counts that must be positive, and a message a provider can take."""
+"""Checks of what a caller hands ``ChatAgent``: counts that must be positive, its options (a message a provider can
+take is checked with the request, ``batch.request.answer.checked_message``)."""
 
 from __future__ import annotations
 
@@ -12,22 +13,6 @@ def checked_positive(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise UsageError(f"{name} must be an integer >= 1, got {value!r}")
     return value
-
-
-def checked_message(message: Any) -> str:
-    """``message`` if it is non-blank text that can be sent as UTF-8; a UsageError saying why not otherwise."""
-    if not isinstance(message, str):
-        raise UsageError(f"message must be a str, got {type(message).__name__}")
-    if not message.strip():
-        raise UsageError("message must not be empty or whitespace-only")
-    try:
-        message.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise UsageError(
-            f"message contains {message[exc.start]!r} at position {exc.start}, a lone surrogate that "
-            "cannot be sent as UTF-8 (text decoded with errors='surrogateescape'?)"
-        ) from None
-    return message
 
 
 def check_agent_options(memory: Any, modes: tuple[str, ...], output_retries: Any, system_prompt: Any) -> None:

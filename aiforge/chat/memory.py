@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from aiforge.batch.request.call import new_conversation_id
 from aiforge.chat.prompts import SUMMARIZE_MEMORY_PROMPT, SUMMARY_PREFIX
 from aiforge.core import otel
 from aiforge.core.types import Message, TraceRecord
@@ -22,7 +22,7 @@ from aiforge.core.types import Message, TraceRecord
 if TYPE_CHECKING:
     import pandas as pd
 
-    from aiforge.chat.runtime import Turn
+    from aiforge.batch.request.call import Turn
 
 logger = logging.getLogger("aiforge.chat")
 
@@ -93,10 +93,6 @@ def transcript(messages: list[Message]) -> str:
 def limit_words(text: str, max_words: int = SUMMARY_MAX_WORDS) -> str:
     words = text.split()
     return text.strip() if len(words) <= max_words else " ".join(words[:max_words]) + " …"
-
-
-def new_conversation_id() -> str:
-    return secrets.token_hex(8)
 
 
 class TurnLock:

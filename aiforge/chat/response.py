@@ -12,12 +12,11 @@ import html
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from aiforge.batch.request.scored import label_message
 from aiforge.chat.tool_call_record import ToolCallRecord as ToolCallRecord
 from aiforge.chat.tool_call_record import shortened
-from aiforge.core.output import WRAPPER_KEY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,11 +40,6 @@ BATCH_COLUMNS = [
     "packed", "confidence",
 ]
 """The columns of ``BatchResult.to_dataframe`` for a batch of chat turns."""
-
-
-def label_message(value: Any) -> str:
-    """The reply of a scored label row: the output value as a generated answer's wrapped JSON (``{"value": ...}``)."""
-    return pydantic_core.to_json({WRAPPER_KEY: value}).decode()
 
 
 class StrategyFields(BaseModel):

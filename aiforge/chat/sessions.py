@@ -17,7 +17,8 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from aiforge.chat.memory import Conversation, new_conversation_id, trim_to_units
+from aiforge.batch.request.call import new_conversation_id
+from aiforge.chat.memory import Conversation, trim_to_units
 from aiforge.core.errors import StoreError
 from aiforge.core.types import ConfigError, Message, UsageError
 from aiforge.store import Store
@@ -142,27 +143,8 @@ class ChatStore:
         """Log one turn: ``sent`` is the context sent, ``produced`` what it added; a batch item remembers nothing."""
         if self.log is None:
             return
-        self.log.record(
-            LogEntry(
-                session=self.session if remember else None,
-                conversation_id=response.conversation_id,
-                kind="chat" if remember else "batch",
-                provider=response.provider,
-                model=response.model,
-                prompt=str(sent[-1]["content"]),
-                reply=response.message,
-                messages_in=sent,
-                messages_out=produced,
-                tool_calls=[call.model_dump() for call in response.tool_calls],
-                input_tokens=response.input_tokens,
-                output_tokens=response.output_tokens,
-                cost=response.cost,
-                latency_ms=response.latency_ms,
-                queue_ms=response.queue_ms,
-                trace_id=response.trace_id,
-                trace=response.trace,
-            )
-        )
+        session, kind = (self.session, "chat") if remember else (None, "batch")
+        self.log.record(LogEntry.of_turn(response, sent, produced, session=session, kind=kind))
 
     def _reload(self, shared: _Shared) -> bool:
         """Take the stored conversation into ``shared``; False if the session is not stored."""

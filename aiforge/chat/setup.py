@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aiforge.chat.runtime import AgentRuntime
+from aiforge.batch.request.call import AgentRuntime
 from aiforge.chat.tool_runner import Toolset
 from aiforge.core.costs import CostTracker
 from aiforge.core.otel import telemetry_of

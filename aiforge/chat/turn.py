@@ -1,52 +1,47 @@
-"""One turn of a ``ChatAgent``: its context, the response cache, the graph, memory, the session and the log.
+"""One turn of a ``ChatAgent``: its context, the graph, memory, the session and the log.
 
 Functions of the agent (its runtime, graph, store and memory settings), so ``agent.py`` stays the public
 surface. A turn holds its conversation's lock from start to commit; nothing is stored before the graph has
-finished, so an error or a cancellation leaves the conversation as it was.
+finished, so an error or a cancellation leaves the conversation as it was. The turn's answer (the response cache,
+a scored label, ``output=`` validated with retries) is ``batch.request.answer``'s, the graph its attempt; a batch
+row of an agent without tools is answered there whole (``ItemRequest``), without the graph.
 """
 
 from __future__ import annotations
 
+import functools
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from aiforge.chat.arguments import checked_message
-from aiforge.chat.cached_turns import cache_marks, lookup
-from aiforge.chat.graph import turn_state
+from aiforge.batch.owner import RequestContext
+from aiforge.batch.request.answer import (
+    ItemRequest,
+    TurnPlan,
+    answer_turn,
+    checked_message,
+    in_agent_span,
+    output_spec,
+)
+from aiforge.batch.request.cache import TurnKeyBase
+from aiforge.batch.request.call import AgentRuntime, ChatAgentState, Turn
+from aiforge.batch.request.outcome import TurnOutcome, response_fields
+from aiforge.chat.graph import build_chat_graph, run_graph
 from aiforge.chat.memory import Conversation, apply_memory
 from aiforge.chat.prompts import SUMMARY_PREFIX
-from aiforge.chat.response import ChatResponse, StrategyFields, ToolCallRecord
-from aiforge.chat.runtime import ToolEvent, Turn, final_call_truncated
-from aiforge.chat.scored_turn import scored_outcome
-from aiforge.chat.structured import TurnOutcome, output_spec, run_turn
-from aiforge.core import otel
-from aiforge.core.trace_steps import with_steps
+from aiforge.chat.response import ChatResponse
 from aiforge.core.types import Message, UsageError
+from aiforge.providers.prompted import with_tool_instructions
 
 if TYPE_CHECKING:
-    from aiforge.chat.cached_turns import TurnKeyBase
-    from aiforge.chat.runtime import AgentRuntime
+    from aiforge.chat.runtime import ToolEvent
     from aiforge.chat.sessions import ChatStore
     from aiforge.core.output import OutputSpec
+    from aiforge.core.settings import AIForgeSettings
     from aiforge.providers.base import Provider
     from aiforge.store import ResponseCache
-
-
-@dataclass(frozen=True, slots=True)
-class TurnSetup:
-    """What every turn of one agent runs on besides its conversation: built once, with the agent."""
-
-    runtime: AgentRuntime
-    graph: Any
-    """The compiled LangGraph loop (``graph.build_chat_graph``)."""
-    key_base: TurnKeyBase
-    steps: int
-    """LangGraph's recursion limit: never below what ``max_tool_iterations`` needs."""
-    base_prompt: str
-    store: ChatStore | None
-    """The session and the turn log (None when both are off)."""
 
 
 class TurnOwner(Protocol):
@@ -56,11 +51,57 @@ class TurnOwner(Protocol):
     """The agent's own provider (its ``score_labels``), not the graph's view of it."""
     model: str
     provider_name: str
+    settings: AIForgeSettings
+    native_tools: bool
     memory_mode: str
     memory_k: int
     max_tool_iterations: int
     output_retries: int
     last_response: ChatResponse | None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSetup:
+    """What every turn of one agent runs on besides its conversation: built once, with the agent."""
+
+    runtime: AgentRuntime
+    graph: Any
+    """The compiled LangGraph loop (``graph.build_chat_graph``)."""
+    plan: TurnPlan
+    steps: int
+    """LangGraph's recursion limit: never below what ``max_tool_iterations`` needs."""
+    base_prompt: str
+    store: ChatStore | None
+    """The session and the turn log (None when both are off)."""
+
+    @classmethod
+    def of(cls, agent: TurnOwner, runtime: AgentRuntime, base_prompt: str, store: ChatStore | None) -> TurnSetup:
+        key_base = TurnKeyBase.of(runtime, agent.provider.base_url, native_tools=agent.native_tools)
+        return cls(
+            runtime=runtime, graph=build_chat_graph(),
+            plan=TurnPlan(key_base, agent.provider, agent.model, agent.max_tool_iterations, agent.output_retries),
+            # route, then execute_tool + process_result per round: never let LangGraph's own step
+            # limit (configurable by environment) end a turn before max_tool_iterations does.
+            steps=2 * agent.max_tool_iterations + 3, base_prompt=base_prompt, store=store,
+        )
+
+    def request_context(self, agent: TurnOwner) -> RequestContext:
+        """What every request of the agent's batches carries; without tools, how a row is answered below chat."""
+        specs = self.runtime.toolset.specs
+        items = None
+        if not specs:
+            log = None if self.store is None else self.store.log
+            items = ItemRequest(
+                self.runtime, self.plan, self.base_prompt, agent.memory_mode, ChatResponse, log,
+                # Builtins, so no code of chat/ runs for a row: the row becomes the agent's last response. A proxy,
+                # so the agent's own context does not keep it alive (a cycle would close its cache file late).
+                functools.partial(setattr, weakref.proxy(agent), "last_response"),
+            )
+        prompt = with_tool_instructions(self.base_prompt, specs) if specs and not agent.native_tools else None
+        return RequestContext(
+            agent.provider, agent.provider_name, agent.model, agent.settings, prompt or self.base_prompt,
+            tuple(specs or ()), self.runtime.params, items,
+        )
 
 
 def context_of(
@@ -92,22 +133,14 @@ async def agent_turn(
 ) -> ChatResponse:
     """Run one turn in ``conversation`` (``remember=False``: a batch item, kept out of history and session).
 
-    ``labels`` (label text -> output value): the turn is answered by scoring them (``scored_turn``), not generated.
-    With ``OTEL=True`` the turn is an ``invoke_agent`` span (``core.otel``), a response-cache hit included.
+    ``labels`` (label text -> output value): the turn is answered by scoring them (``batch.request.scored``), not
+    generated. With ``OTEL=True`` the turn is an ``invoke_agent`` span (``core.otel``), a response-cache hit included.
     """
     checked_message(message)
     spec = output_spec(output)
-    telemetry = setup.runtime.telemetry
-    if telemetry is None:
-        return await _turn_of(agent, setup, conversation, system_prompt, message, emit, spec, remember, cache, labels)
-    params = replace(setup.runtime.params, output=spec)
-    user: list[Message] = [{"role": "user", "content": message}]
-    with otel.agent_scope(telemetry, params, conversation_id=conversation.id, messages=user) as span:
-        response = await _turn_of(
-            agent, setup, conversation, system_prompt, message, emit, spec, remember, cache, labels
-        )
-        otel.end_turn(span, telemetry, response)
-    return response
+    run = functools.partial(_turn_of, agent, setup, conversation, system_prompt, message, emit, spec, remember, cache,
+                            labels)
+    return await in_agent_span(setup.runtime, spec, conversation.id, message, run)
 
 
 async def _turn_of(
@@ -123,27 +156,17 @@ async def _turn_of(
         turn = Turn(setup.runtime, conversation.id, emit, params=params)
         context = context_of(agent, setup, conversation, system_prompt)
         user: Message = {"role": "user", "content": message}
-        key_base = setup.key_base if labels is None else setup.key_base.scored()
-        cached = None if cache is None else lookup(cache, key_base, [*context, user], spec)
-        if cached is not None and cached.outcome is not None:
-            turn.emit_text(cached.outcome.reply)
-            return await _finish(
-                agent, setup.store, conversation, context, user, cached.outcome, turn, started, remember
-            )
-        if labels is not None:
-            outcome = await scored_outcome(turn, agent.provider, [*context, user], labels)
-        else:
-            state = turn_state(
-                [*context, user], current_input=message, max_tool_iterations=agent.max_tool_iterations,
-                model=agent.model,
-            )
-            # Nothing is stored until the graph has finished: an error or a cancellation
-            # leaves the conversation exactly as it was before the turn.
-            config = {"configurable": {"turn": turn}, "recursion_limit": setup.steps}
-            outcome = await run_turn(setup.graph, state, config, spec, agent.output_retries)
-        if cached is not None:
-            cached.store(outcome, turn.cost)
+        # Nothing is stored until the graph has finished: an error or a cancellation
+        # leaves the conversation exactly as it was before the turn.
+        config = {"configurable": {"turn": turn}, "recursion_limit": setup.steps}
+        attempt = functools.partial(_graph_run, setup.graph, config)
+        outcome = await answer_turn(turn, setup.plan, [*context, user], spec, attempt, cache=cache, labels=labels)
         return await _finish(agent, setup.store, conversation, context, user, outcome, turn, started, remember)
+
+
+async def _graph_run(graph: Any, config: dict[str, Any], state: ChatAgentState) -> ChatAgentState:
+    """One attempt of a chat turn: the LangGraph loop over ``state`` (its tools included)."""
+    return await run_graph(graph, state, config)
 
 
 async def _finish(
@@ -160,44 +183,9 @@ async def _finish(
         if store is not None:
             keep = agent.memory_k if agent.memory_mode == "buffer" else None
             store.commit(conversation, agent.memory_mode, [user, *outcome.produced], keep)
-    response = _response(agent, conversation, outcome, turn, started)
+    fields = response_fields(outcome, turn, started, conversation_id=conversation.id, memory_mode=agent.memory_mode)
+    response = ChatResponse(**fields)
     if store is not None:
         store.record(response, [*context, user], outcome.produced, remember=remember)
     agent.last_response = response
     return response
-
-
-def _response(
-    agent: TurnOwner, conversation: Conversation, outcome: TurnOutcome, turn: Turn, started: float
-) -> ChatResponse:
-    trace = with_steps(outcome.trace, turn.waits.steps)
-    # The graph's state sums its model steps; the memory summary ran after the graph.
-    summaries = [r for r in trace if r["step"] == "model" and r["node"] == "summary"]
-    calls = [
-        ToolCallRecord(tool=r["tool"], input=r["input"], output=r["output"], id=r["id"], error=r["error"])
-        for r in outcome.tool_results
-    ]
-    return ChatResponse(
-        message=outcome.reply,
-        output=outcome.output,
-        conversation_id=conversation.id,
-        tool_calls=calls,
-        iterations=outcome.iteration,
-        memory_mode=agent.memory_mode,
-        cost=turn.cost,
-        input_tokens=outcome.input_tokens + sum(r["input_tokens"] for r in summaries),
-        output_tokens=outcome.output_tokens + sum(r["output_tokens"] for r in summaries),
-        cached_tokens=sum(r.get("cached_input_tokens", 0) for r in trace if r["step"] == "model"),
-        model=outcome.model,
-        trace_id=turn.trace_id,
-        # The turn's own time: waiting for the pacer or the local engine's queue is queue_ms.
-        latency_ms=(time.perf_counter() - started - turn.waits.inside_s) * 1000.0,
-        queue_ms=turn.waits.queue_ms,
-        provider=agent.provider_name,
-        priced=turn.priced,
-        stopped_by_limit=any(r.get("stopped_by_limit") for r in trace),
-        truncated=final_call_truncated(trace),
-        strategy=StrategyFields(confidence=outcome.confidence, label_probabilities=outcome.label_probabilities),
-        trace=trace,
-        **cache_marks(trace),
-    )

@@ -259,7 +259,7 @@ def _checkpoint_file(folder: Path, candidate: Candidate, rows: pd.DataFrame, out
     another model is another file, never a mismatch with an earlier run)."""
     from aiforge.batch.identity import batch_identity
     from aiforge.batch.label_scoring import scored_labels
-    from aiforge.chat.structured import output_spec
+    from aiforge.batch.request.answer import output_spec
     from aiforge.core.templates import batch_prompts
 
     agent, spec = candidate.runner, output_spec(output)

@@ -161,7 +161,7 @@ def output_type(name: str, namespace: dict[str, Any]) -> Any:
     """The ``OutputSpec`` of the type ``--output NAME`` names; a one-line UsageError otherwise."""
     from IPython.core.error import UsageError
 
-    from aiforge.chat.structured import output_spec
+    from aiforge.batch.request.answer import output_spec
     from aiforge.jupyter.interpolation import resolve_reference
 
     if name.split(".")[0].split("[")[0] not in namespace:

@@ -74,6 +74,32 @@ class LogEntry:
     queue_ms: float = 0.0
     """What the turn waited for its turn: a batch's free worker, the rate pacer, the local engine's queue."""
 
+    @classmethod
+    def of_turn(
+        cls, response: Any, sent: Sequence[Mapping[str, Any]], produced: Sequence[Mapping[str, Any]], *,
+        session: str | None, kind: str,
+    ) -> LogEntry:
+        """One turn's entry: ``response`` its ``ChatResponse``, ``sent`` the context sent, ``produced`` its output."""
+        return cls(
+            session=session,
+            conversation_id=response.conversation_id,
+            kind=kind,
+            provider=response.provider,
+            model=response.model,
+            prompt=str(sent[-1]["content"]),
+            reply=response.message,
+            messages_in=sent,
+            messages_out=produced,
+            tool_calls=[call.model_dump() for call in response.tool_calls],
+            input_tokens=response.input_tokens,
+            output_tokens=response.output_tokens,
+            cost=response.cost,
+            latency_ms=response.latency_ms,
+            queue_ms=response.queue_ms,
+            trace_id=response.trace_id,
+            trace=response.trace,
+        )
+
 
 def _json(value: Any) -> str:
     # default=str: a tool may return an object; the log keeps its text rather than failing the turn.

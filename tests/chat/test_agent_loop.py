@@ -84,7 +84,7 @@ def test_should_continue_after_tool_stops_at_the_iteration_cap() -> None:
 
 
 def test_graph_run_accumulates_tokens_in_the_state() -> None:
-    from aiforge.chat.runtime import AgentRuntime, Turn
+    from aiforge.batch.request.call import AgentRuntime, Turn
     from aiforge.chat.tool_runner import Toolset
     from aiforge.core.costs import CostTracker
     from aiforge.core.types import CallParams
@@ -333,8 +333,8 @@ async def test_a_waiting_turn_can_be_cancelled_without_affecting_the_running_one
 @pytest.mark.parametrize("script", [["plain answer"], [tool_call("echo", x="1"), "done"]], ids=["answer", "tool call"])
 def test_run_graph_without_tools_ends_in_the_state_the_graph_gives(script: list) -> None:
     """A tool-less turn skips LangGraph's run loop for its one step; the final state is the graph's."""
+    from aiforge.batch.request.call import AgentRuntime, Turn
     from aiforge.chat.graph import run_graph
-    from aiforge.chat.runtime import AgentRuntime, Turn
     from aiforge.chat.tool_runner import Toolset
     from aiforge.core.costs import CostTracker
     from aiforge.core.types import CallParams

@@ -13,17 +13,24 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from aiforge.chat.response import label_message
-from aiforge.chat.structured import TurnOutcome
+import pydantic_core
+
+from aiforge.batch.request.outcome import TurnOutcome
 from aiforge.core import otel
+from aiforge.core.output import WRAPPER_KEY
 from aiforge.core.types import CallParams, Completion, LabelScores, Message, TraceRecord
 
 if TYPE_CHECKING:
-    from aiforge.chat.runtime import Turn
+    from aiforge.batch.request.call import Turn
     from aiforge.providers.base import Provider
 
 SCORE_KIND: Final = "score_labels"
 """The ``name`` of a scored turn's trace record, and the kind its cost is tracked under."""
+
+
+def label_message(value: Any) -> str:
+    """The reply of a scored label row: the output value as a generated answer's wrapped JSON (``{"value": ...}``)."""
+    return pydantic_core.to_json({WRAPPER_KEY: value}).decode()
 
 
 async def scored_outcome(

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-from aiforge.chat.structured import TurnOutcome
+from aiforge.batch.request.outcome import CACHE_STEP, TurnOutcome
 from aiforge.core.output import OutputSpec
 from aiforge.core.tokens import TOKEN_LIMIT_FINISH_REASONS
 from aiforge.core.types import Message, TraceRecord
@@ -29,10 +29,7 @@ from aiforge.store import ResponseCache, reply_fingerprint
 from aiforge.store.fingerprint import numbered_tool_ids
 
 if TYPE_CHECKING:
-    from aiforge.chat.runtime import AgentRuntime
-
-CACHE_STEP: Final = "cache"
-
+    from aiforge.batch.request.call import AgentRuntime
 
 @dataclass(frozen=True, slots=True)
 class TurnKeyBase:
@@ -87,7 +84,7 @@ class CachedTurn:
             "input_tokens": outcome.input_tokens,
             "output_tokens": outcome.output_tokens,
         }
-        if outcome.label_probabilities is not None:  # a scored answer's (``scored_turn``)
+        if outcome.label_probabilities is not None:  # a scored answer's (``scored``)
             payload.update(confidence=outcome.confidence, label_probabilities=outcome.label_probabilities)
         self.cache.put(self.key, payload, cost=cost)
 
@@ -132,10 +129,3 @@ def lookup(
         ],
     )
     return CachedTurn(cache, key, outcome)
-
-
-def cache_marks(trace: list[TraceRecord]) -> dict[str, Any]:
-    """``ChatResponse`` fields of a turn served from the cache (none for a turn that ran)."""
-    # A batch row's wait for a worker may come first.
-    hit = next((r for r in trace if r["step"] == CACHE_STEP), None)
-    return {} if hit is None else {"cached": True, "cached_cost": hit["cached_cost"]}
