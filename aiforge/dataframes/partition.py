@@ -14,7 +14,7 @@ The ``BatchResult`` of the partition is in the result's ``.attrs["aiforge"]``. T
 loaded once per worker). A spec never carries an API key: workers read it from their environment, so it never
 travels in a task graph. ``checkpoint=`` names one file every worker sees: each partition keeps its batch there under
 the partition's content, so a partition retried on another worker resumes from what was answered (the workers'
-processes share the SQLite file, waiting for each other's writes: a filesystem with working locks, not NFS).
+processes share the SQLite file, each write waiting for the others', as a shared ``cache=`` does).
 """
 
 from __future__ import annotations
