@@ -134,3 +134,15 @@ def test_join_names_candidates_when_given_topks_k() -> None:
     right = pd.DataFrame({"name": ["a"]})
     with pytest.raises(UsageError, match=r"join: k= is now candidates= .*candidates=3"):
         FRAME.aiforge.join(right, "{left.review} / {right.name}?", k=3, provider="scripted")
+
+
+def test_the_options_are_one_declaration_with_subsets_of_it() -> None:
+    """``BatchOptions``' fields are the options (run_batch's typed ``BatchArguments`` names the same, in order); each
+    operation's subset is drawn from them, so a new field is one edit that every operation taking it lists."""
+    from aiforge.batch.options import OPERATION_OPTIONS, PARTITION_OPTIONS, BatchArguments
+
+    fields = [field.name for field in dataclasses.fields(BatchOptions)]
+    assert fields == ["concurrency", "max_batch", *BatchArguments.__annotations__]
+    assert ROW_OPTIONS == OPERATION_OPTIONS
+    for subset in (ROUND_OPTIONS, PARTITION_OPTIONS, VECTOR_OPTIONS):
+        assert set(subset) <= set(OPERATION_OPTIONS)
