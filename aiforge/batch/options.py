@@ -157,8 +157,8 @@ _Operation = TypeVar("_Operation", bound=Callable[..., Any])
 
 def take_options(settings: dict[str, Any], names: Sequence[str], operation: str) -> dict[str, Any]:
     """The options of ``names`` taken out of ``settings`` (the rest are the agent's settings); a batch option that
-    is not among ``names`` is a ``UsageError`` naming the ones ``operation`` takes, and so is a name closer to one of
-    them than to any setting (``checkpiont=``).
+    is not among ``names`` is a ``UsageError`` naming the ones ``operation`` takes, and so is a name closer to an
+    option than to any setting (``checkpiont=``), with the one meant among those it takes.
 
     >>> settings = {"model": "gpt-4o-mini", "max_cost": 1.0}
     >>> take_options(settings, ROUND_OPTIONS, "agg"), settings
@@ -175,7 +175,9 @@ def take_options(settings: dict[str, Any], names: Sequence[str], operation: str)
                 f"{operation} does not take {name}={why}; of the batch options it takes "
                 f"{', '.join(f'{option}=' for option in names) or 'none'}"
             )
-        if setting_name(name) is None and (closest_keyword(name, names) or "").rstrip("=?") in names:
+        # Closest to an option (one it takes or not): misspelt, said with the options it takes and the settings.
+        near = (closest_keyword(name, OPERATION_OPTIONS) or "").rstrip("=")
+        if setting_name(name) is None and near in OPERATION_OPTIONS:
             raise UsageError(unknown_keyword(name, names))
     return {name: settings.pop(name) for name in names if name in settings}
 

@@ -146,3 +146,8 @@ def test_the_options_are_one_declaration_with_subsets_of_it() -> None:
     assert ROW_OPTIONS == OPERATION_OPTIONS
     for subset in (ROUND_OPTIONS, PARTITION_OPTIONS, VECTOR_OPTIONS):
         assert set(subset) <= set(OPERATION_OPTIONS)
+
+
+def test_a_name_close_to_an_option_the_operation_does_not_take_lists_those_it_does() -> None:
+    with pytest.raises(UsageError, match=r"^unknown option or setting 'pakc': the options are cache=, checkpoint="):
+        FRAME.aiforge.agg("What do the {review}s say?", provider="scripted", pakc=2)
