@@ -3,7 +3,7 @@ only the new candidates' rows.
 
 500 generated labelled reviews (three labels, seed 26) and a 2 prompts x 2 models grid, through the real openai
 SDK against fakellm in this process (10 ms a request, concurrency 20): gpt-4o answers each review's label,
-gpt-4o-mini says "negative" to every one. The grid checkpoints to a folder (a file per candidate). Rows: the
+gpt-4o-mini says "negative" to every one. The grid checkpoints to one file (each candidate a part of it). Rows: the
 first run (requests and seconds), the same grid again (no request: every candidate read back), one more model
 (requests only for its two candidates), the accuracies found (gpt-4o 1.0, gpt-4o-mini the share of "negative"),
 and the time ``.summary`` takes over the rows (scoring, Wilson, kappa, F1, percentiles).
@@ -11,6 +11,7 @@ and the time ``.summary`` takes over the rows (scoring, Wilson, kappa, F1, perce
 
 from __future__ import annotations
 
+import os
 import random
 import tempfile
 import time
@@ -60,9 +61,10 @@ def _agent(server: Any, model: str) -> Any:
 
 
 def _grid(frame: Any, agents: dict[str, Any], folder: str) -> tuple[Any, float]:
+    checkpoint = os.path.join(folder, "grid.sqlite")
     started = time.perf_counter()
     result = frame.aiforge.evaluate(
-        prompts=PROMPTS, agents=agents, truth="label", labels=LABELS, checkpoint=folder, concurrency=CONCURRENCY
+        prompts=PROMPTS, agents=agents, truth="label", labels=LABELS, checkpoint=checkpoint, concurrency=CONCURRENCY
     )
     return result, time.perf_counter() - started
 
@@ -90,7 +92,7 @@ def run(quick: bool) -> list[Row]:
     return [
         Row(GROUP, f"{grid}: first run", f"{asked_first:,} requests, {first_s:.1f} s",
             target=f"= {4 * count:,} requests", passed=asked_first == 4 * count),
-        Row(GROUP, f"{grid}: the same grid again (checkpoint folder)", f"{asked_again} requests, {again_s:.2f} s",
+        Row(GROUP, f"{grid}: the same grid again (checkpoint file)", f"{asked_again} requests, {again_s:.2f} s",
             target="0 requests", passed=asked_again == 0),
         Row(GROUP, f"{grid}: one more model (2 new candidates)", f"{asked_more:,} requests, {more_s:.1f} s",
             target=f"= {2 * count:,} requests", passed=asked_more == 2 * count),

@@ -5,14 +5,16 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import difflib
+import functools
 import inspect
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypedDict, TypeVar, cast
 
 from aiforge.batch.cascade.spec import Cascade
 from aiforge.batch.plans import RUN_PLANS, deadline_seconds
+from aiforge.batch.resume import checkpoint_file
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import RowTemplate
 from aiforge.core.types import UsageError
@@ -24,7 +26,9 @@ class BatchArguments(TypedDict, total=False):
     - ``output``: a type (pydantic model, Literal, Enum, bool...): each reply validated into ``response.output``.
     - ``prompt``: a row template, ``"Classify: {review}"`` (DataFrame columns; ``{value}`` for a list or Series).
     - ``cache``: None uses the ``CACHE`` setting; False off; True, a path or ``"memory"``.
-    - ``checkpoint``: a file recording each finished row; the same call again runs only the rest.
+    - ``checkpoint``: a file recording each finished row; the same call again runs only the rest. One SQLite file in
+      every operation: a call of several batches (agg's levels, evaluate's candidates, Dask's partitions) keeps
+      them all in it (``batch.resume.checkpoint_file``).
     - ``restart``: start over instead of resuming from ``checkpoint``.
     - ``max_cost``: USD; no row starts once the spend plus the rows in flight would pass it.
     - ``estimate``: spend nothing; return a ``BatchEstimate`` comparing the plans.
@@ -108,8 +112,7 @@ class BatchOptions:
         cost = self.max_cost
         if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float) or not cost >= 0):
             raise UsageError(f"max_cost must be a number of USD >= 0, got {cost!r}")
-        if self.checkpoint is not None and (isinstance(self.checkpoint, bool) or self.checkpoint == "memory"):
-            raise UsageError(f"checkpoint= is a file path (one file per batch), not {self.checkpoint!r}")
+        checkpoint_file(self.checkpoint)  # a UsageError for a folder, a bool or "memory"
         if not isinstance(self.dedup, bool):
             raise UsageError(f"dedup= is True (each distinct prompt once) or False (every row), not {self.dedup!r}")
         if not isinstance(self.calibrate, bool):
@@ -136,34 +139,87 @@ class BatchOptions:
         return cls(output=None if output is None else OutputSpec.of(output), **options)
 
 
+ROW_OPTIONS = OPERATION_OPTIONS
+"""What an operation that is one ``run_batch`` over its rows takes (map, classify, filter, extract, judge, dedup's
+confirmation, join, evaluate): every option but ``output``, ``prompt`` and ``estimate``, which it sets itself."""
+ROUND_OPTIONS = ("cache", "checkpoint", "restart", "max_cost", "dedup")
+"""What an operation that runs batches of its own prompts round after round takes (agg's levels, topk's rounds):
+packing, cascades, plans and calibration would change what a round answers, so they do not apply."""
+PARTITION_OPTIONS = ("cache", "checkpoint", "restart", "max_cost", "dedup", "pack", "calibrate")
+"""What a row operation on a Dask partition takes (``ddf.aiforge.map``...): a cascade and a plan are chosen over the
+whole batch, so they do not split into partitions."""
+VECTOR_OPTIONS = ("cache",)
+"""What an operation that only embeds takes (embed, cluster): the cache is its resume (a rerun embeds only the
+texts not cached); nothing else applies to an embeddings request."""
+
 _Operation = TypeVar("_Operation", bound=Callable[..., Any])
 
 
-def with_options(operation: _Operation) -> _Operation:
-    """``operation`` whose signature lists each of ``OPERATION_OPTIONS`` as a keyword with its type and default.
+def take_options(settings: dict[str, Any], names: Sequence[str], operation: str) -> dict[str, Any]:
+    """The options of ``names`` taken out of ``settings`` (the rest are the agent's settings); a batch option that
+    is not among ``names`` is a ``UsageError`` naming the ones ``operation`` takes, and so is a name closer to an
+    option than to any setting (``checkpiont=``), with the one meant among those it takes.
 
-    The options are declared once (``BatchOptions``' fields); an operation takes them in ``**settings`` and pops
-    them with ``batch_options``, so ``help(df.aiforge.map)``, ``inspect.signature`` and Jupyter's Shift-Tab show
-    them before ``**settings`` without each operation repeating them. A new field of ``BatchOptions`` (and
-    ``BatchArguments``) reaches every operation so decorated.
+    >>> settings = {"model": "gpt-4o-mini", "max_cost": 1.0}
+    >>> take_options(settings, ROUND_OPTIONS, "agg"), settings
+    ({'max_cost': 1.0}, {'model': 'gpt-4o-mini'})
     """
-    signature = inspect.signature(operation)
-    parameters = list(signature.parameters.values())
-    rest = [p for p in parameters if p.kind is inspect.Parameter.VAR_KEYWORD]
-    named = [p for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    taken = {p.name for p in named}
-    fields = {field.name: field for field in dataclasses.fields(BatchOptions)}
-    added = [
-        inspect.Parameter(
-            name, inspect.Parameter.KEYWORD_ONLY, default=fields[name].default, annotation=fields[name].type
+    from aiforge.core.settings import closest_keyword, setting_name, unknown_keyword
+
+    for name in settings:
+        if name in names:
+            continue
+        if name in BATCH_ARGUMENTS or name in ("concurrency", "max_batch"):
+            why = " (to price a batch first: agent.estimate_batch(df, prompt=...))" if name == "estimate" else ""
+            raise UsageError(
+                f"{operation} does not take {name}={why}; of the batch options it takes "
+                f"{', '.join(f'{option}=' for option in names) or 'none'}"
+            )
+        # Closest to an option (one it takes or not): misspelt, said with the options it takes and the settings.
+        near = (closest_keyword(name, OPERATION_OPTIONS) or "").rstrip("=")
+        if setting_name(name) is None and near in OPERATION_OPTIONS:
+            raise UsageError(unknown_keyword(name, names))
+    return {name: settings.pop(name) for name in names if name in settings}
+
+
+def with_options(names: Sequence[str]) -> Callable[[_Operation], _Operation]:
+    """An operation taking the batch options ``names`` (``ROW_OPTIONS``, ``ROUND_OPTIONS``, ``VECTOR_OPTIONS``) in
+    its ``**settings``: its signature lists each as a keyword with the type and default of ``BatchOptions``' field,
+    and a call checks them (``take_options``) before the operation runs.
+
+    The options are declared once (``BatchOptions``' fields) and each operation names which apply, so
+    ``help(df.aiforge.map)``, ``inspect.signature`` and Jupyter's Shift-Tab show them before ``**settings``; an
+    option an operation cannot honour (``pack=`` to ``agg``) is refused in one line naming those it takes.
+    """
+
+    def decorate(operation: _Operation) -> _Operation:
+        signature = inspect.signature(operation)
+        parameters = list(signature.parameters.values())
+        rest = [p for p in parameters if p.kind is inspect.Parameter.VAR_KEYWORD]
+        named = [p for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        taken = {p.name for p in named}
+        fields = {field.name: field for field in dataclasses.fields(BatchOptions)}
+        added = [
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=fields[name].default, annotation=fields[name].type
+            )
+            for name in names
+            if name not in taken
+        ]
+        operation_name = operation.__name__
+
+        @functools.wraps(operation)
+        def checked(*args: Any, **keywords: Any) -> Any:
+            extra = {name: value for name, value in keywords.items() if name not in taken}
+            take_options(extra, names, operation_name)  # raises for a refused or misspelt option; takes nothing
+            return operation(*args, **keywords)
+
+        checked.__signature__ = signature.replace(parameters=[*named, *added, *rest])  # type: ignore[attr-defined]
+        lines = "\n".join(f"    {p.name}: {p.annotation} = {p.default!r}" for p in added)
+        checked.__doc__ = (
+            f"{operation.__doc__ or ''}\n\nBatch options (``aiforge.batch.options.BatchOptions``; the other keywords "
+            f"are the agent's settings, ``provider=``, ``MODEL=``...):\n\n{lines}\n"
         )
-        for name in OPERATION_OPTIONS
-        if name not in taken
-    ]
-    operation.__dict__["__signature__"] = signature.replace(parameters=[*named, *added, *rest])
-    lines = "\n".join(f"    {p.name}: {p.annotation} = {p.default!r}" for p in added)
-    operation.__doc__ = (
-        f"{operation.__doc__ or ''}\n\nBatch options (``aiforge.batch.options.BatchArguments``; the other keywords "
-        f"are the agent's settings, ``provider=``, ``MODEL=``...):\n\n{lines}\n"
-    )
-    return operation
+        return cast("_Operation", checked)
+
+    return decorate

@@ -2,7 +2,8 @@
 
 A batch is identified by its ``BatchFingerprint`` (``identity.batch_identity``): the ordered fingerprints of its
 prompts and the fingerprint of the settings its replies depend on. Items finished by an earlier run of the same
-batch are taken from the checkpoint file (``checkpoint=``) and, after an interrupt in this process, from the
+batch are taken from the checkpoint file (``checkpoint=``: one file for a whole call, ``checkpoint_file``; a call of
+several batches gives each a ``CheckpointPart`` of it) and, after an interrupt in this process, from the
 memory of interrupted work, kept by key for the whole process (not per agent: ``df.aiforge.map`` builds a new agent
 per call, and the same call again must not pay twice). Failed items are recorded in the checkpoint with their
 error but are run again on a rerun: a failure is usually transient (a timeout, a 429), and the user reruns to get
@@ -110,17 +111,62 @@ def interrupted(kept: KeptBatch) -> BatchInterrupted:
     )
 
 
-def open_checkpoint(
-    path: str | os.PathLike[str] | None, batch: BatchFingerprint, restart: bool
-) -> Checkpoint | None:
-    """The checkpoint file at ``path`` for ``batch`` (None without a path)."""
+class CheckpointPart(os.PathLike[str]):
+    """One batch's place in a call's checkpoint file: the file (``os.fspath``) and the name of the part.
+
+    ``agg``'s levels, ``evaluate``'s candidates, a Dask job's partitions and ``topk``'s rounds are each a batch of
+    their own; each is given the call's ``checkpoint=`` file with its part's name, and ``run_batch`` keeps its
+    finished rows there under that name (``store.Checkpoint``).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], part: str) -> None:
+        self.path = os.fspath(path)
+        self.part = part
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __repr__(self) -> str:
+        return f"CheckpointPart({self.path!r}, {self.part!r})"
+
+
+def checkpoint_file(checkpoint: Any, operation: str = "run_batch") -> str | None:
+    """The checkpoint rule, the same for every operation: ``checkpoint=`` is one SQLite file holding every batch
+    of the call, made if missing; None stays None. A folder (what ``agg``, ``evaluate`` and Dask took before), a
+    bool or ``"memory"`` is a ``UsageError`` saying what to pass."""
+    if checkpoint is None:
+        return None
+    if isinstance(checkpoint, CheckpointPart):
+        return checkpoint.path
+    if isinstance(checkpoint, bool) or not isinstance(checkpoint, str | os.PathLike) or checkpoint == "memory":
+        raise UsageError(
+            f"{operation}: checkpoint= is a file path (one SQLite file for every batch of the call), not {checkpoint!r}"
+        )
+    path = os.fspath(checkpoint)
+    if os.path.isdir(path):
+        raise UsageError(
+            f"{operation}: checkpoint= is one file (every batch of the call in it), and {path} is a folder: "
+            f"pass a file, e.g. checkpoint={os.path.join(path, 'checkpoint.sqlite')!r}"
+        )
+    return path
+
+
+def checkpoint_part(checkpoint: Any, part: str, operation: str) -> CheckpointPart | None:
+    """The batch ``part`` of a call whose ``checkpoint=`` is ``checkpoint`` (None without one); checked by the rule."""
+    path = checkpoint_file(checkpoint, operation)
+    return None if path is None else CheckpointPart(path, part)
+
+
+def open_checkpoint(path: str | os.PathLike[str] | None, batch: BatchFingerprint, restart: bool) -> Checkpoint | None:
+    """The checkpoint at ``path`` for ``batch`` (None without a path): its part when ``path`` names one."""
     if path is None:
         return None
     from aiforge.store import Checkpoint, Store
 
-    store = Store.for_setting(path, kind="data")
+    store = Store.for_setting(checkpoint_file(path), kind="data")
     assert store is not None  # a path always names a store
-    return Checkpoint(store, batch, restart=restart)
+    part = path.part if isinstance(path, CheckpointPart) else ""
+    return Checkpoint(store, batch, restart=restart, part=part)
 
 
 def finished_items(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 from aiforge.batch.batch_api.submit import submit_items
 from aiforge.batch.identity import open_cache
 from aiforge.batch.label_scoring import scored_labels
-from aiforge.batch.options import BatchArguments, BatchOptions
+from aiforge.batch.options import DEFAULT_CONCURRENCY, BatchArguments, BatchOptions
 from aiforge.batch.orchestrator import run_items, run_items_sync
 from aiforge.batch.owner import RequestContext
 from aiforge.batch.request.answer import output_spec, request_item
@@ -187,7 +187,7 @@ class ChatAgent:
     # -- many items: aiforge.batch runs them through this agent ----------------------------
 
     def run_batch(
-        self, items: Sequence[str] | Any, concurrency: int = 10, max_batch: int = 100,
+        self, items: Sequence[str] | Any, concurrency: int = DEFAULT_CONCURRENCY, max_batch: int = 100,
         **options: Unpack[BatchArguments],
     ) -> Any:
         """Process ``items`` with at most ``concurrency`` in flight; see ``arun_batch``.
@@ -199,7 +199,7 @@ class ChatAgent:
         return run_items_sync(self, items, BatchOptions.of(concurrency=concurrency, max_batch=max_batch, **options))
 
     async def arun_batch(
-        self, items: Sequence[str] | Any, concurrency: int = 10, max_batch: int = 100,
+        self, items: Sequence[str] | Any, concurrency: int = DEFAULT_CONCURRENCY, max_batch: int = 100,
         **options: Unpack[BatchArguments],
     ) -> Any:
         """Process a list of strings, a pandas Series or a DataFrame concurrently; a ``BatchResult``.
@@ -228,7 +228,7 @@ class ChatAgent:
         return await run_items(self, items, BatchOptions.of(concurrency=concurrency, max_batch=max_batch, **options))
 
     def estimate_batch(
-        self, items: Sequence[str] | Any, concurrency: int = 10, **options: Unpack[BatchArguments]
+        self, items: Sequence[str] | Any, concurrency: int = DEFAULT_CONCURRENCY, **options: Unpack[BatchArguments]
     ) -> BatchEstimate:
         """What ``run_batch`` with these arguments would cost, before anything is spent; ``.plans`` compares plans."""
         options["estimate"] = True  # run_batch then returns a BatchEstimate

@@ -3,13 +3,17 @@
 ``df.aiforge.map``, ``embed``, ``agg``, ``join``, ``topk``, ``dedup`` and the rest take ``agent=`` or the settings
 to build one with (``provider="openai", model=...``), never both: settings beside an agent would be ignored
 silently, so they are a UsageError. The agent built has ``memory="none"``: each row (or chunk, or pair) is its
-own conversation.
+own conversation. A keyword that is neither a setting nor an agent's parameter is a UsageError with a
+did-you-mean among the options and the settings (``checkpiont=`` -> ``checkpoint=``, ``modle=`` -> ``MODEL=``).
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
+from aiforge.batch.options import OPERATION_OPTIONS
+from aiforge.core.settings import check_overrides
 from aiforge.core.types import UsageError
 
 if TYPE_CHECKING:
@@ -22,9 +26,11 @@ def operation_agent(agent: ChatAgent | None, settings: dict[str, Any]) -> ChatAg
     >>> operation_agent(None, {"provider": "scripted"}).memory_mode
     'none'
     """
-    if agent is None:
-        from aiforge.chat.agent import ChatAgent
+    from aiforge.chat.agent import ChatAgent
 
+    # A name that is neither a setting nor the agent's parameter: one line, with the option or setting meant.
+    check_overrides(settings, inspect.signature(ChatAgent.__init__).parameters, options=OPERATION_OPTIONS)
+    if agent is None:
         return ChatAgent(memory="none", **settings)
     if settings:
         raise UsageError(

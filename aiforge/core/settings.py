@@ -23,7 +23,7 @@ from aiforge.core.setting_errors import json_environment_error, suggest, validat
 from aiforge.core.setting_sources import ENV_PREFIX as ENV_PREFIX
 from aiforge.core.setting_sources import STANDARD_ENV, YamlSource, check_environment, env_field
 from aiforge.core.setting_sources import where_to_set as where_to_set
-from aiforge.core.types import ConfigError
+from aiforge.core.types import ConfigError, UsageError
 
 Quality = Literal["high", "medium", "low"]
 ServiceTier = Literal["auto", "default", "flex", "priority"]
@@ -196,22 +196,49 @@ def setting_name(name: str) -> str | None:
     return upper if upper in _FIELDS else None
 
 
-def check_overrides(overrides: dict[str, Any], parameters: Iterable[str] = ()) -> dict[str, Any]:
+def closest_keyword(name: str, options: Iterable[str] = (), parameters: Iterable[str] = ()) -> str | None:
+    """How the keyword closest to ``name`` is written, ``checkpoint=`` (an option or parameter) or ``MODEL=
+    (or model=)`` (a setting, in either case); None when nothing is close."""
+    shown = {setting.lower(): f"{setting}= (or {setting.lower()}=)" for setting in _FIELDS if setting.isupper()}
+    shown.update({name.lower(): f"{name}=" for name in (*parameters, *options)})  # cache= is an option first
+    close = difflib.get_close_matches(name.lower(), shown, n=1)
+    return shown[close[0]] if close else None
+
+
+def unknown_keyword(name: str, options: Iterable[str] = (), parameters: Iterable[str] = ()) -> str:
+    """The one line for a keyword an operation does not know: neither an option it takes nor a setting.
+
+    >>> unknown_keyword("checkpiont", ["checkpoint", "max_cost"])
+    "unknown option or setting 'checkpiont'; did you mean checkpoint=?"
+    """
+    close = closest_keyword(name, options, parameters)
+    if close is not None:
+        return f"unknown option or setting {name!r}; did you mean {close}?"
+    takes = ", ".join(f"{option}=" for option in options)
+    return f"unknown option or setting {name!r}: the options are {takes or 'none'}; settings as provider=, MODEL=..."
+
+
+def check_overrides(
+    overrides: dict[str, Any], parameters: Iterable[str] = (), options: Iterable[str] | None = None
+) -> dict[str, Any]:
     """``overrides`` by setting name (``model=`` becomes ``MODEL=``); ``ConfigError`` for an unknown keyword.
 
     ``parameters`` are the caller's other keyword arguments (``system_prompt``...), offered in the
-    did-you-mean of an unknown name alongside the settings.
+    did-you-mean of an unknown name alongside the settings. ``options`` (an operation's batch options: the
+    caller is an operation, not ``ChatAgent``) makes an unknown name a ``UsageError`` that offers them too
+    (``unknown_keyword``).
     """
     resolved: dict[str, Any] = {}
     given_as: dict[str, str] = {}
     for name, value in overrides.items():
         field = setting_name(name)
+        if field is None and name in parameters:
+            continue
+        if field is None and options is not None:
+            raise UsageError(unknown_keyword(name, options, parameters))
         if field is None:
-            choices = [*parameters, *_FIELDS]
-            close = difflib.get_close_matches(name, choices, n=1) or difflib.get_close_matches(
-                name.upper(), choices, n=1
-            )
-            hint = f" Did you mean {close[0]}?" if close else ""
+            close = closest_keyword(name, (), parameters)
+            hint = f" Did you mean {close.split('=')[0]}?" if close else ""
             raise ConfigError(f"unknown setting {name!r} (keyword argument).{hint}")
         if field in resolved:
             raise ConfigError(f"{field} is given twice (as {given_as[field]}= and {name}=); give it once")

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import pandas as pd
 
-from aiforge.batch.options import DEFAULT_CONCURRENCY, batch_options
+from aiforge.batch.options import (
+    DEFAULT_CONCURRENCY,
+    ROUND_OPTIONS,
+    VECTOR_OPTIONS,
+    batch_options,
+    take_options,
+    with_options,
+)
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.dataframes.results import attach, last_report, remember
 
@@ -38,6 +45,7 @@ class ColumnOperations:
         each time, so keep it in a variable (``s = df["review"]``) to read ``s.aiforge.last_report``."""
         return last_report(self._data)
 
+    @with_options(ROUND_OPTIONS)
     def topk(
         self,
         prompt: str,
@@ -54,8 +62,8 @@ class ColumnOperations:
         Model comparisons in a tournament, never n² calls: ``method="listwise"`` ranks windows of rows per request
         (about n / (window - k) requests), ``"pairwise"`` compares two rows per request (at most
         n - 1 + (k - 1)·⌈log2 n⌉); see ``aiforge.semantic.topk``. k above the number of rows ranks them all.
-        ``cache=``, ``checkpoint=`` (one file per round), ``restart=``, ``max_cost=`` and ``dedup=`` go to every
-        round; the ``TopKRun`` (batches, requests, cost) is in ``.attrs["aiforge"]``. A comparison failing twice
+        ``cache=``, ``checkpoint=`` (one file, every round in it), ``restart=``, ``max_cost=`` and ``dedup=`` go to
+        every round; the ``TopKRun`` (batches, requests, cost) is in ``.attrs["aiforge"]``. A comparison failing twice
         raises ``ComparisonFailedError``. On a Series, the frame has the values and ``rank``::
 
             tickets.aiforge.topk("the most urgent ticket: {ticket}", k=3)
@@ -115,6 +123,7 @@ class ColumnOperations:
         **settings: Any,
     ) -> pd.Series: ...
 
+    @with_options(ROUND_OPTIONS)
     def agg(
         self,
         prompt: str,
@@ -132,9 +141,9 @@ class ColumnOperations:
         Without ``by``: a ``str`` (its ``.attrs["aiforge"]`` is the ``AggReport``: levels, requests, cost), or the
         ``output=`` value, an instance of that type (``output=int`` returns an ``int``); its ``AggReport`` is at
         ``df.aiforge.last_report``, as every operation's is. With ``by`` (a column or a list): a Series indexed by
-        group. ``cache=``, ``checkpoint=`` (a directory), ``restart=``, ``max_cost=`` and
-        ``dedup=`` go to each level's batch; the same call after an interrupt asks only the unanswered chunks
-        (``semantic.agg``).
+        group. ``cache=``, ``checkpoint=`` (one file, every level in it), ``restart=``,
+        ``max_cost=`` and ``dedup=`` go to each level's batch; the same call after an interrupt asks only the
+        unanswered chunks (``semantic.agg``).
         """
         from aiforge.semantic.agg.frames import agg_answer, agg_data
 
@@ -191,9 +200,9 @@ class ColumnOperations:
         settings: dict[str, Any],
     ) -> pd.Series:
         """``embed`` over the texts ``values``: a Series of unit vectors (``semantic.embed_column``)."""
-        from aiforge.semantic.embed_column import embedding_series, refuse_batch_options
+        from aiforge.semantic.embed_column import embedding_series
 
-        refuse_batch_options(settings)
+        take_options(settings, VECTOR_OPTIONS, "embed")  # cache= is a parameter: a rerun embeds only what is new
         return embedding_series(
             values,
             operation_agent(agent, settings),

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from aiforge.batch.options import DEFAULT_CONCURRENCY, with_options
+from aiforge.batch.options import DEFAULT_CONCURRENCY, ROW_OPTIONS, VECTOR_OPTIONS, with_options
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
 from aiforge.dataframes.column_operations import ColumnOperations
@@ -37,7 +37,7 @@ class DataFrameOperations(RowOperations, ColumnOperations):
     def __init__(self, data: pd.DataFrame) -> None:
         self._data = data
 
-    @with_options
+    @with_options(ROW_OPTIONS)
     def extract(
         self,
         column: str,
@@ -55,6 +55,7 @@ class DataFrameOperations(RowOperations, ColumnOperations):
             )
         return self._extract(self._data[column], output, agent, concurrency, settings)
 
+    @with_options(ROW_OPTIONS)
     def dedup(
         self,
         column: str,
@@ -83,6 +84,7 @@ class DataFrameOperations(RowOperations, ColumnOperations):
         check_column(column, self._data.columns, "dedup")
         return self._dedup(self._data[column], threshold, confirm, prompt, agent, concurrency, settings)
 
+    @with_options(VECTOR_OPTIONS)
     def cluster(
         self, column: str, n_clusters: int, *, seed: int = 0, agent: ChatAgent | None = None, **settings: Any
     ) -> pd.Series:
@@ -97,6 +99,7 @@ class DataFrameOperations(RowOperations, ColumnOperations):
         check_column(column, self._data.columns, "cluster")
         return self._cluster(self._data[column], n_clusters, seed, agent, settings)
 
+    @with_options(VECTOR_OPTIONS)
     def embed(
         self,
         column: str,
@@ -119,6 +122,7 @@ class DataFrameOperations(RowOperations, ColumnOperations):
         """
         return self._embed(text_column(self._data, column), agent, model, cache, concurrency, batch_size, settings)
 
+    @with_options(ROW_OPTIONS)
     def evaluate(
         self,
         prompts: Mapping[str, str],
@@ -134,9 +138,9 @@ class DataFrameOperations(RowOperations, ColumnOperations):
         """Every prompt x agent run over the rows with a ``truth`` and scored: an ``EvalResult`` (``.rows``,
         ``.summary``, ``.plot()``, ``.agreement(human=...)``); see ``aiforge.evaluation.grid.evaluate``.
 
-        ``checkpoint=`` is a folder (a file per candidate): a second run asks only new candidates' rows. Without
-        ``agents``, the grid runs on the agent the settings make (``provider=``, ``MODEL=``), as ``map``'s does;
-        every candidate is checked before the first request.
+        ``checkpoint=`` is one file (each candidate's batch a part of it): a second run asks only new candidates'
+        rows. Without ``agents``, the grid runs on the agent the settings make (``provider=``, ``MODEL=``), as
+        ``map``'s does; every candidate is checked before the first request.
         """
         from aiforge.evaluation.grid import evaluate
 
@@ -153,6 +157,7 @@ class DataFrameOperations(RowOperations, ColumnOperations):
             **options,
         )
 
+    @with_options(ROW_OPTIONS)
     def join(
         self,
         right: pd.DataFrame,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from aiforge.batch.options import DEFAULT_CONCURRENCY
+from aiforge.batch.options import DEFAULT_CONCURRENCY, ROUND_OPTIONS, with_options
 from aiforge.dataframes.results import ATTRS_KEY, remember
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ class GroupByOperations:
     def __init__(self, grouped: Any) -> None:
         self._grouped = grouped
 
+    @with_options(ROUND_OPTIONS)
     def agg(
         self,
         prompt: str,

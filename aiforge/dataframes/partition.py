@@ -12,8 +12,9 @@ the picklable ``PartitionSpec`` (no client, no cluster), so Dask's ``map_partiti
 The ``BatchResult`` of the partition is in the result's ``.attrs["aiforge"]``. The agent is built from
 ``spec.settings`` once per process and reused by every partition with the same settings (an embedded model is
 loaded once per worker). A spec never carries an API key: workers read it from their environment, so it never
-travels in a task graph. ``checkpoint=`` names a directory: each partition keeps its own checkpoint file there,
-named by the partition's content, so a partition retried on another worker resumes from what was answered.
+travels in a task graph. ``checkpoint=`` names one file every worker sees: each partition keeps its batch there under
+the partition's content, so a partition retried on another worker resumes from what was answered (the workers'
+processes share the SQLite file, each write waiting for the others', as a shared ``cache=`` does).
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ import hashlib
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from aiforge.batch.options import batch_options
+from aiforge.batch.options import DEFAULT_CONCURRENCY, PARTITION_OPTIONS, take_options
+from aiforge.batch.resume import checkpoint_file, checkpoint_part
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
 from aiforge.core.labels import checked_labels
 from aiforge.core.output import OutputSpec
@@ -62,11 +63,11 @@ class PartitionSpec:
     output: Any = None
     labels: tuple[str, ...] = ()
     column: str | None = None
-    concurrency: int = 10
+    concurrency: int = DEFAULT_CONCURRENCY
     settings: Mapping[str, Any] = field(default_factory=dict)
     """Keywords of ``ChatAgent(memory="none", ...)`` (never an API key)."""
     options: Mapping[str, Any] = field(default_factory=dict)
-    """``run_batch``'s ``cache``, ``checkpoint`` (a directory here), ``restart``, ``max_cost``."""
+    """``run_batch``'s options of ``PARTITION_OPTIONS`` (``checkpoint``: the one file of every partition)."""
 
     @classmethod
     def of(
@@ -77,19 +78,20 @@ class PartitionSpec:
         output: Any = None,
         labels: Sequence[str] = (),
         column: str | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> PartitionSpec:
         """The spec of one accessor call: ``settings`` split into ``run_batch`` options and agent settings."""
         check_no_keys(settings)
-        options = batch_options(settings)
-        if options.get("cascade") is not None or options.get("plan", "as_is") != "as_is":
+        if settings.get("cascade") is not None or settings.get("plan", "as_is") != "as_is":
             # A Cascade holds agents (with their keys) and calibrates once over the whole batch; a plan is chosen
             # for the whole batch too: neither can be split into partitions.
             raise UsageError(
                 "cascade= and plan= work on the whole batch, not per partition: run them with df.aiforge on a "
                 "pandas DataFrame (ddf.compute() first, or one partition at a time)"
             )
+        options = take_options(settings, PARTITION_OPTIONS, operation)
+        checkpoint_file(options.get("checkpoint"), operation)  # on the client, before the graph runs
         if operation == "classify":
             labels = checked_labels(labels, "classify")
             output = Literal[labels]
@@ -136,10 +138,8 @@ def run_partition(part: pd.DataFrame, spec: PartitionSpec) -> BatchResult:
     else:
         items = part
     options = dict(spec.options)
-    if options.get("checkpoint") is not None:
-        folder = Path(options["checkpoint"])
-        folder.mkdir(parents=True, exist_ok=True)
-        options["checkpoint"] = folder / f"partition-{partition_key(part)}.sqlite"
+    if options.get("checkpoint") is not None:  # the one file; this partition's batch under its content's key
+        options["checkpoint"] = checkpoint_part(options["checkpoint"], f"partition-{partition_key(part)}", "dask")
     agent = process_agent(spec.settings)
     result: BatchResult = agent.run_batch(
         items, spec.concurrency, max(len(items), 1), output=spec.output, prompt=spec.prompt, **options

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from aiforge.batch.cascade import Cascade
-from aiforge.batch.options import DEFAULT_CONCURRENCY, batch_options, with_options
+from aiforge.batch.options import DEFAULT_CONCURRENCY, ROW_OPTIONS, batch_options, with_options
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.columns import OUTPUT_COLUMN
 from aiforge.core.labels import checked_labels
@@ -33,7 +33,7 @@ class RowOperations:
 
     _data: pd.DataFrame | pd.Series
 
-    @with_options
+    @with_options(ROW_OPTIONS)
     def map(
         self,
         prompt: str,
@@ -47,7 +47,7 @@ class RowOperations:
         batch = self._run(prompt, output, agent, concurrency, settings)
         return attach(batch_columns(batch), batch)
 
-    @with_options
+    @with_options(ROW_OPTIONS)
     def classify(
         self,
         prompt: str,
@@ -62,7 +62,7 @@ class RowOperations:
         batch = self._run(prompt, Literal[labels], agent, concurrency, settings)
         return attach(batch_columns(batch)[OUTPUT_COLUMN].rename(LABEL_COLUMN), batch)
 
-    @with_options
+    @with_options(ROW_OPTIONS)
     def filter(
         self,
         prompt: str,
@@ -76,7 +76,7 @@ class RowOperations:
         keep = batch_columns(batch)[OUTPUT_COLUMN].fillna(False).to_numpy(dtype=bool)
         return attach(self._data[keep], batch)
 
-    @with_options
+    @with_options(ROW_OPTIONS)
     def judge(
         self,
         criteria: str | Mapping[int, str],

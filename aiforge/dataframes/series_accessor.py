@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from aiforge.batch.options import DEFAULT_CONCURRENCY, with_options
+from aiforge.batch.options import DEFAULT_CONCURRENCY, ROW_OPTIONS, VECTOR_OPTIONS, with_options
 from aiforge.dataframes.column_operations import ColumnOperations
 from aiforge.dataframes.results import ATTRS_KEY, records_reports
 from aiforge.dataframes.row_operations import RowOperations
@@ -28,7 +28,7 @@ class SeriesOperations(RowOperations, ColumnOperations):
     def __init__(self, data: pd.Series) -> None:
         self._data = data
 
-    @with_options
+    @with_options(ROW_OPTIONS)
     def extract(
         self,
         output: Any,
@@ -40,6 +40,7 @@ class SeriesOperations(RowOperations, ColumnOperations):
         """The fields of ``output`` (a type) extracted from each text value, on the Series' index."""
         return self._extract(self._data, output, agent, concurrency, settings)
 
+    @with_options(ROW_OPTIONS)
     def dedup(
         self,
         threshold: float | None = None,
@@ -57,6 +58,7 @@ class SeriesOperations(RowOperations, ColumnOperations):
         """
         return self._dedup(self._data, threshold, confirm, prompt, agent, concurrency, settings)
 
+    @with_options(VECTOR_OPTIONS)
     def cluster(self, n_clusters: int, *, seed: int = 0, agent: ChatAgent | None = None, **settings: Any) -> pd.Series:
         """Each value's topic cluster; see ``df.aiforge.cluster``.
 
@@ -66,6 +68,7 @@ class SeriesOperations(RowOperations, ColumnOperations):
         """
         return self._cluster(self._data, n_clusters, seed, agent, settings)
 
+    @with_options(VECTOR_OPTIONS)
     def embed(
         self,
         *,

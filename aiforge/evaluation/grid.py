@@ -3,9 +3,9 @@
 Each candidate is one ``run_batch`` over the rows, as ``df.aiforge.map`` / ``classify`` run theirs: ``labels=``
 asks for one of the labels (a ``Literal`` output, as ``classify``), ``output=`` for a structured answer, and
 neither for text. The batch options (``cache=``, ``max_cost=``, ``plan=``/``deadline=`` for flex or the Batch API,
-``pack=``, ...) go to every candidate's batch. ``checkpoint=`` is a *folder*: each candidate's batch checkpoints
-to its own file there, named by the candidate and its batch's fingerprint, so running the grid again with one
-more candidate (or one prompt edited) asks only the new candidate's rows; the others are read back.
+``pack=``, ...) go to every candidate's batch. ``checkpoint=`` is one file, as everywhere: each candidate's batch
+keeps its checkpoint there under the candidate's name and its batch's fingerprint, so running the grid again with
+one more candidate (or one prompt edited) asks only the new candidate's rows; the others are read back.
 
 Without ``agents=`` the grid runs on the agent the settings make, as every other operation builds it
 (``provider=``, ``MODEL=``...: a ``ChatAgent(memory="none", **settings)``); settings beside ``agents=`` are refused.
@@ -16,21 +16,19 @@ before the first candidate sends a request: a bad last candidate costs nothing.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from aiforge.batch.cascade import Cascade
 from aiforge.batch.identity import check_budget_enforceable
-from aiforge.batch.options import OPERATION_OPTIONS, batch_options
+from aiforge.batch.options import DEFAULT_CONCURRENCY, OPERATION_OPTIONS, ROW_OPTIONS, batch_options, with_options
+from aiforge.batch.resume import CheckpointPart, checkpoint_file
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.labels import checked_labels
-from aiforge.core.settings import setting_name
+from aiforge.core.settings import check_overrides
 from aiforge.core.templates import RowTemplate, no_such_column
 from aiforge.core.types import UsageError
 from aiforge.evaluation.result import EvalResult, Kind
@@ -61,6 +59,7 @@ class Candidate:
         return f"{self.prompt}/{self.agent}"
 
 
+@with_options(ROW_OPTIONS)
 def evaluate(
     data: pd.DataFrame,
     prompts: Mapping[str, str],
@@ -70,7 +69,7 @@ def evaluate(
     labels: Sequence[str] | None = None,
     output: Any = None,
     metric: Metric | None = None,
-    concurrency: int = 10,
+    concurrency: int = DEFAULT_CONCURRENCY,
     checkpoint: str | os.PathLike[str] | None = None,
     **options: Any,
 ) -> EvalResult:
@@ -87,12 +86,10 @@ def evaluate(
 
         result = evaluate(df, prompts={"terse": "Sentiment: {review}", "polite": "Please classify: {review}"},
                           agents={"mini": mini, "4o": big}, truth="label", labels=["pos", "neg"],
-                          checkpoint="eval_runs")
+                          checkpoint="eval_runs.sqlite")
         result.summary
         evaluate(df, prompts={"terse": "Sentiment: {review}"}, truth="label", provider="openai", MODEL="gpt-4o")
     """
-    if "estimate" in options:
-        raise UsageError("evaluate runs the grid; to price one candidate first: agent.estimate_batch(df, prompt=...)")
     settings = dict(options)
     options = batch_options(settings)
     kind = _kind(labels, output)
@@ -106,13 +103,13 @@ def evaluate(
         _check_truth_in_labels(labelled[truth], label_set, truth)
     spec = Literal[label_set] if label_set is not None else output
     _check_batches(candidates, labelled, spec, concurrency, options)
-    folder = _checkpoint_folder(checkpoint)
+    path = checkpoint_file(checkpoint, "evaluate")
     batches: dict[str, BatchResult] = {}
     for candidate in candidates:
-        path = None if folder is None else _checkpoint_file(folder, candidate, labelled, spec)
+        part = None if path is None else CheckpointPart(path, _checkpoint_name(candidate, labelled, spec))
         batches[candidate.name] = candidate.runner.run_batch(
             labelled, concurrency, max(len(labelled), 1), output=spec, prompt=candidate.template,
-            checkpoint=path, **options,
+            checkpoint=part, **options,
         )
     return EvalResult(
         candidates=[(c.name, c.prompt, c.agent) for c in candidates], batches=batches, frame=labelled,
@@ -173,14 +170,7 @@ def _grid_agents(agents: Any, settings: dict[str, Any], cascade: Any) -> Any:
         return {agent.model: agent}
     if settings:
         parameters = inspect.signature(ChatAgent.__init__).parameters
-        unknown = [name for name in settings if setting_name(name) is None and name not in parameters]
-        if unknown:
-            close = difflib.get_close_matches(unknown[0], (*OPERATION_OPTIONS, "concurrency", "checkpoint"), n=1)
-            hint = f"; did you mean {close[0]}=?" if close else ""
-            raise UsageError(
-                f"evaluate got an unknown option {unknown[0]}={hint} (its batch options are "
-                f"{', '.join(OPERATION_OPTIONS)}; settings go on the agents)"
-            )
+        check_overrides(settings, parameters, options=(*OPERATION_OPTIONS, "concurrency", "checkpoint"))
         raise UsageError(
             f"evaluate: settings ({', '.join(settings)}) configure the agent built when agents= is not given; "
             "with agents=, set them on each agent (a ChatAgent's settings, or its dict in agents=)"
@@ -242,21 +232,9 @@ def _agent(name: str, value: Any) -> ChatAgent:
     )
 
 
-def _checkpoint_folder(checkpoint: str | os.PathLike[str] | None) -> Path | None:
-    if checkpoint is None:
-        return None
-    if isinstance(checkpoint, bool) or not isinstance(checkpoint, str | os.PathLike):
-        raise UsageError(f"evaluate: checkpoint= is a folder (one file per candidate), not {checkpoint!r}")
-    folder = Path(checkpoint)
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(f"evaluate: checkpoint= is a folder (one file per candidate); {folder} is a file")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def _checkpoint_file(folder: Path, candidate: Candidate, rows: pd.DataFrame, output: Any) -> Path:
-    """The candidate's checkpoint file: its name, then its batch's fingerprint (an edited prompt, other rows or
-    another model is another file, never a mismatch with an earlier run)."""
+def _checkpoint_name(candidate: Candidate, rows: pd.DataFrame, output: Any) -> str:
+    """The candidate's part of the checkpoint file: its name, then its batch's fingerprint (an edited prompt, other
+    rows or another model is another part, never a mismatch with an earlier run)."""
     from aiforge.batch.identity import batch_identity
     from aiforge.batch.label_scoring import scored_labels
     from aiforge.batch.request.answer import output_spec
@@ -265,5 +243,4 @@ def _checkpoint_file(folder: Path, candidate: Candidate, rows: pd.DataFrame, out
     agent, spec = candidate.runner, output_spec(output)
     scored = scored_labels(agent.provider, agent.settings, spec, tools=bool(agent.tools))
     key = batch_identity(agent, batch_prompts(rows, candidate.template).texts, spec, scored=scored is not None).key
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", candidate.name)[:60]
-    return folder / f"{slug}-{key[:16]}.sqlite"
+    return f"{candidate.name}-{key[:16]}"

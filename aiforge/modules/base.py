@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from aiforge.batch.options import DEFAULT_CONCURRENCY
 from aiforge.batch.results import BatchFailure, BatchItem, BatchResult
 from aiforge.core.errors import MissingValueError
 
@@ -28,12 +29,14 @@ class BaseModule(Protocol):
 
     def arun_stream(self, text: str, **kwargs: Any) -> AsyncIterator[str]: ...
 
-    def run_batch(self, items: Sequence[str] | Any, concurrency: int = 10, max_batch: int = 100, **options: Any) -> Any:
+    def run_batch(
+        self, items: Sequence[str] | Any, concurrency: int = DEFAULT_CONCURRENCY, max_batch: int = 100, **options: Any
+    ) -> Any:
         """Many inputs concurrently, results in input order (a ``BatchResult``)."""
         ...
 
     async def arun_batch(
-        self, items: Sequence[str] | Any, concurrency: int = 10, max_batch: int = 100, **options: Any
+        self, items: Sequence[str] | Any, concurrency: int = DEFAULT_CONCURRENCY, max_batch: int = 100, **options: Any
     ) -> Any:
         """``run_batch`` in async code."""
         ...

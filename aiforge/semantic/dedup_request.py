@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiforge.batch.options import DEFAULT_CONCURRENCY
 from aiforge.core.templates import RowTemplate
 from aiforge.core.types import UsageError
 
@@ -54,7 +55,7 @@ class DedupRequest:
 
     band: Band
     prompt: str = CONFIRM_PROMPT
-    concurrency: int = 10
+    concurrency: int = DEFAULT_CONCURRENCY
     options: dict[str, Any] = field(default_factory=dict)
     """``run_batch``'s options for the confirmation batch (``cache``, ``max_cost``, ``checkpoint``...)."""
 

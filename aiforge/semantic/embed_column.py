@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
-from aiforge.batch.options import OPERATION_OPTIONS
 from aiforge.core.types import UsageError
 from aiforge.semantic.embeddings import DEFAULT_CONCURRENCY, CacheOption, run_embeddings
 
@@ -25,22 +24,6 @@ if TYPE_CHECKING:
 
 ATTRS_KEY = "aiforge"
 EMBEDDING_SUFFIX = "_embedding"
-
-
-def refuse_batch_options(settings: dict[str, Any]) -> None:
-    """A ``UsageError`` when ``settings`` hold a ``run_batch`` option ``embed`` has no use for (``max_cost=``...).
-
-    Without it, ``df.aiforge.embed("review", max_cost=1)`` would fail as an unknown *setting*: the option is
-    named as what it is, with what ``embed`` takes instead. What a batch's checkpoint does for rows, the cache
-    does for vectors: with ``cache=True`` a rerun after an interrupt embeds only the texts not yet cached.
-    """
-    misplaced = [name for name in OPERATION_OPTIONS if name in settings and name != "cache"]
-    if misplaced:
-        raise UsageError(
-            f"embed takes model=, cache=, concurrency= and batch_size=, not {', '.join(f'{n}=' for n in misplaced)} "
-            "(options of row batches): with cache=True a rerun after an interrupt embeds only the texts not yet "
-            "cached, and embed's cost is in the result's .attrs['aiforge']."
-        )
 
 
 def embedding_name(name: Hashable | None) -> str:

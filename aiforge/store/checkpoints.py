@@ -1,7 +1,10 @@
 """``Checkpoint``: the finished items of one batch, written as each lands, so a rerun does only the rest.
 
-A store holds the checkpoint of one batch. Each ``record`` is its own committed transaction: a process
-killed mid-batch loses only the items that were in flight.
+A store holds the checkpoints of several batches, each under the name of its part of the work (``""`` for a plain
+``run_batch``; ``agg``'s levels, ``evaluate``'s candidates, a Dask job's partitions and ``topk``'s rounds name
+theirs), so one file is the checkpoint of a whole call. Each ``record`` is its own committed transaction: a process
+killed mid-batch loses only the items that were in flight; processes sharing a file wait for each other's writes
+(WAL, ``db.BUSY_TIMEOUT_S``).
 """
 
 from __future__ import annotations
@@ -35,27 +38,33 @@ class CheckpointRecord:
 
 
 class Checkpoint:
-    """The checkpoint of ``batch`` in ``store``; ``restart=True`` discards one made for another batch.
+    """The checkpoint of ``batch`` in ``store``, under ``part``; ``restart=True`` discards one made for another batch.
 
     Raises ``CheckpointMismatchError`` when the store holds the checkpoint of a different batch (other
-    item count, settings or inputs) and ``restart`` is False.
+    item count, settings or inputs) under ``part`` and ``restart`` is False.
     """
 
-    def __init__(self, store: Store, batch: BatchFingerprint, *, restart: bool = False) -> None:
+    def __init__(self, store: Store, batch: BatchFingerprint, *, restart: bool = False, part: str = "") -> None:
         self.store = store
         self.batch = batch
+        self.part = part
+        # A part's items are its own: two parts of one file may be the same batch through different agents.
+        self.key = f"{part}/{batch.key}" if part else batch.key
         with store.write() as conn:
-            rows = conn.execute("SELECT batch, items, inputs, settings FROM checkpoint_batch").fetchall()
-            if rows and rows[0][0] == batch.key:
+            rows = conn.execute(
+                "SELECT batch, items, inputs, settings FROM checkpoint_parts WHERE part = ?", (part,)
+            ).fetchall()
+            if rows and rows[0][0] == self.key:
                 return
             if rows and not restart:
                 raise CheckpointMismatchError(self._difference(conn, *rows[0]))
-            conn.execute("DELETE FROM checkpoint_items")
-            conn.execute("DELETE FROM checkpoint_jobs")
+            if rows:
+                conn.execute("DELETE FROM checkpoint_items WHERE batch = ?", (rows[0][0],))
+                conn.execute("DELETE FROM checkpoint_jobs WHERE batch = ?", (rows[0][0],))
             conn.execute(
-                "INSERT OR REPLACE INTO checkpoint_batch (id, batch, items, inputs, settings, created) "
-                "VALUES (1, ?, ?, ?, ?, ?)",
-                (batch.key, len(batch.items), batch.inputs, batch.settings, time.time()),
+                "INSERT OR REPLACE INTO checkpoint_parts (part, batch, items, inputs, settings, created) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (part, self.key, len(batch.items), batch.inputs, batch.settings, time.time()),
             )
 
     def done(self) -> dict[int, CheckpointRecord]:
@@ -63,7 +72,7 @@ class Checkpoint:
         with self.store.read() as conn:
             rows = conn.execute(
                 "SELECT idx, item, status, payload, error FROM checkpoint_items WHERE batch = ? ORDER BY idx",
-                (self.batch.key,),
+                (self.key,),
             ).fetchall()
         return {
             index: CheckpointRecord(index, item, status, None if payload is None else json.loads(payload), error)
@@ -83,7 +92,7 @@ class Checkpoint:
                 "INSERT OR REPLACE INTO checkpoint_items (batch, idx, item, status, payload, error, finished) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
-                    self.batch.key,
+                    self.key,
                     index,
                     self.batch.items[index],
                     "ok" if error is None else "failed",
@@ -96,7 +105,7 @@ class Checkpoint:
     def job(self) -> str | None:
         """The Batch API job id submitted for this batch (``record_job``), or None."""
         with self.store.read() as conn:
-            rows = conn.execute("SELECT job_id FROM checkpoint_jobs WHERE batch = ?", (self.batch.key,)).fetchall()
+            rows = conn.execute("SELECT job_id FROM checkpoint_jobs WHERE batch = ?", (self.key,)).fetchall()
         return rows[0][0] if rows else None
 
     def record_job(self, job_id: str, provider: str) -> None:
@@ -104,7 +113,7 @@ class Checkpoint:
         with self.store.write() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO checkpoint_jobs (batch, job_id, provider, submitted) VALUES (?, ?, ?, ?)",
-                (self.batch.key, job_id, provider, time.time()),
+                (self.key, job_id, provider, time.time()),
             )
 
     @staticmethod
@@ -112,7 +121,8 @@ class Checkpoint:
         """``(job_id, provider)`` of the job submitted for the batch a checkpoint file holds, or None."""
         with store.read() as conn:
             rows = conn.execute(
-                "SELECT j.job_id, j.provider FROM checkpoint_jobs j JOIN checkpoint_batch b ON j.batch = b.batch"
+                "SELECT j.job_id, j.provider FROM checkpoint_jobs j JOIN checkpoint_parts b ON j.batch = b.batch "
+                "WHERE b.part = ''"
             ).fetchall()
         return (rows[0][0], rows[0][1]) if rows else None
 
@@ -139,7 +149,8 @@ class Checkpoint:
             differences.append(f"the inputs differ{where}")
         (finished,) = conn.execute("SELECT count(*) FROM checkpoint_items WHERE batch = ?", (key,)).fetchall()[0]
         return (
-            f"{self.store.name} holds the checkpoint of another batch: {'; '.join(differences)}. Resuming would mix "
+            f"{self.store.name} holds the checkpoint of another batch{f' for {self.part}' if self.part else ''}: "
+            f"{'; '.join(differences)}. Resuming would mix "
             f"the results of two batches. To start over, pass restart=True (its {finished} finished items are "
             f"discarded), or use another checkpoint file."
         )

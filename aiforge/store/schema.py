@@ -95,6 +95,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # kept out of latency_ms. Rows logged before it have 0: their latency_ms still holds any wait.
         "ALTER TABLE log ADD COLUMN queue_ms REAL NOT NULL DEFAULT 0",
     ),
+    (
+        # Several batches in one checkpoint file, each under its part's name ('' for a plain run_batch): agg's levels,
+        # evaluate's candidates, a Dask job's partitions and topk's rounds share the one file checkpoint= names. A
+        # file written before keeps its batch as part ''; checkpoint_batch is no longer read.
+        """CREATE TABLE checkpoint_parts (
+            part TEXT PRIMARY KEY,
+            batch TEXT NOT NULL,
+            items INTEGER NOT NULL,
+            inputs TEXT NOT NULL,
+            settings TEXT NOT NULL,
+            created REAL NOT NULL
+        ) WITHOUT ROWID""",
+        "INSERT INTO checkpoint_parts SELECT '', batch, items, inputs, settings, created FROM checkpoint_batch",
+        "DELETE FROM checkpoint_batch",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

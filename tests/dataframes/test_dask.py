@@ -227,7 +227,7 @@ def test_a_worker_killed_mid_partition_is_retried_and_answered_rows_are_not_aske
     killer.start()
     try:
         result = dd.from_pandas(frame, npartitions=4).aiforge.map(
-            "Summarise: {review}", concurrency=4, checkpoint=tmp_path / "checkpoints", **SETTINGS
+            "Summarise: {review}", concurrency=4, checkpoint=tmp_path / "checkpoint.sqlite", **SETTINGS
         )
         computed = result.compute(retries=2)
     finally:

@@ -78,17 +78,20 @@ def test_the_agent_is_built_once_per_process_and_settings(server: LLMServer) -> 
     assert process_agent(SETTINGS) is not process_agent({**SETTINGS, "model": "gpt-4o"})
 
 
-def test_a_checkpoint_directory_keeps_one_file_per_partition_and_a_rerun_asks_nothing(
-    server: LLMServer, tmp_path: Path
-) -> None:
-    spec = PartitionSpec.of("map", "{review}", cache=False, checkpoint=tmp_path / "ck", **SETTINGS)
+def test_one_checkpoint_file_keeps_every_partition_and_a_rerun_asks_nothing(server: LLMServer, tmp_path: Path) -> None:
+    spec = PartitionSpec.of("map", "{review}", cache=False, checkpoint=tmp_path / "ck.sqlite", **SETTINGS)
     first, second = rows(0, 3), rows(3, 3)
     partition_columns(first, spec)
     partition_columns(second, spec)
-    assert len(list((tmp_path / "ck").glob("partition-*.sqlite"))) == 2
+    assert [path.name for path in tmp_path.glob("*.sqlite")] == ["ck.sqlite"]
     server.reset()
     again = partition_columns(second, spec)
     assert server.request_count == 0 and again["response"].tolist() == ["echo 3", "echo 4", "echo 5"]
+
+
+def test_a_checkpoint_folder_is_refused_on_the_client(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=rf"^map: checkpoint= is one file .*{tmp_path} is a folder"):
+        PartitionSpec.of("map", "{review}", checkpoint=tmp_path, **SETTINGS)
 
 
 def test_a_key_in_the_spec_is_refused() -> None:

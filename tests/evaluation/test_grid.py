@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 import aiforge  # noqa: F401 - registers the accessor
 from aiforge import ChatAgent
+from aiforge.batch.resume import interrupted_work
 from aiforge.core.types import UsageError
 from aiforge.evaluation.result import EvalResult
 from aiforge.providers.scripted import ScriptedProvider
@@ -91,9 +92,10 @@ def test_the_rows_are_tidy_one_per_candidate_and_input_row() -> None:
     assert (rows["input_tokens"] > 0).all() and rows["error"].isna().all() and not rows["cached"].any()
 
 
-def test_adding_a_candidate_asks_only_its_rows_with_a_checkpoint_folder(tmp_path: Path) -> None:
+def test_adding_a_candidate_asks_only_its_rows_with_a_checkpoint_file(tmp_path: Path) -> None:
     echo, const, other = echo_truth(), constant(), constant("pos")
-    grid = {"prompts": {"p": "Sentiment of: {review}"}, "truth": "label", "labels": LABELS, "checkpoint": tmp_path}
+    file = tmp_path / "grid.sqlite"
+    grid = {"prompts": {"p": "Sentiment of: {review}"}, "truth": "label", "labels": LABELS, "checkpoint": file}
     first = ROWS.aiforge.evaluate(agents={"echo": echo, "const": const}, **grid)
     assert (calls(echo), calls(const)) == (40, 40)
     second = ROWS.aiforge.evaluate(agents={"echo": echo, "const": const, "pos": other}, **grid)
@@ -102,7 +104,10 @@ def test_adding_a_candidate_asks_only_its_rows_with_a_checkpoint_folder(tmp_path
     assert second.summary.loc["p/pos", "accuracy"] == 0.25
     edited = {**grid, "prompts": {"p": "Sentiment: {review}"}}  # an edited prompt is a new batch, asked again
     ROWS.aiforge.evaluate(agents={"echo": echo}, **edited)
-    assert calls(echo) == 80 and len(list(tmp_path.glob("*.sqlite"))) == 4
+    assert calls(echo) == 80 and [path.name for path in tmp_path.glob("*.sqlite")] == ["grid.sqlite"]
+    interrupted_work.clear()  # a restarted kernel: only the file remembers
+    ROWS.aiforge.evaluate(agents={"echo": echo, "const": const, "pos": other}, **grid)
+    assert (calls(echo), calls(const), calls(other)) == (80, 40, 40)
 
 
 @pytest.fixture
@@ -194,7 +199,7 @@ def test_settings_beside_agents_are_refused_and_an_unknown_option_is_named() -> 
     grid = {"prompts": {"p": "{review}"}, "agents": {"m": agent}, "truth": "label", "labels": LABELS}
     with pytest.raises(UsageError, match=r"settings \(MODEL\) configure the agent built when agents= is not given"):
         ROWS.aiforge.evaluate(**grid, MODEL="gpt-4o")
-    with pytest.raises(UsageError, match="unknown option max_cots=; did you mean max_cost=?"):
+    with pytest.raises(UsageError, match=r"unknown option or setting .max_cots.; did you mean max_cost=\?"):
         ROWS.aiforge.evaluate(**grid, max_cots=1.0)
     assert calls(agent) == 0
 
@@ -347,7 +352,7 @@ def test_a_metric_that_raises_is_named_and_the_result_can_be_rescored() -> None:
         ({"output": Answer}, "pass labels= (a label answer) or output= (a structured answer), not both"),
         ({"prompts": {"leak": "{review} ({label})"}}, "names the truth column {label}"),
         ({"prompts": {"p": "{reveiw}"}}, "no column 'reveiw' in the frame; did you mean 'review'?"),
-        ({"estimate": True}, "to price one candidate first: agent.estimate_batch"),
+        ({"estimate": True}, "to price a batch first: agent.estimate_batch"),
         ({"MODEL": "gpt-4o"}, "settings (MODEL) configure the agent built when agents= is not given"),
         ({"prompts": {"p": "{review}", "q": "Sentiment?"}}, "prompts['q']: The prompt template 'Sentiment?' names no"),
         ({"calibrate": True}, "agents['m']: calibrate=True calibrates scored labels"),
@@ -362,9 +367,9 @@ def test_bad_arguments_are_usage_errors_naming_the_problem_before_any_call(argum
     assert message in str(info.value) and calls(agent) == 0
 
 
-def test_a_checkpoint_that_is_a_file_is_refused(tmp_path: Path) -> None:
-    file = tmp_path / "grid.sqlite"
-    file.write_text("")
-    with warnings.catch_warnings(), pytest.raises(UsageError, match="checkpoint= is a folder"):
+def test_a_checkpoint_that_is_a_folder_is_refused_naming_a_file_in_it(tmp_path: Path) -> None:
+    file = tmp_path
+    expected = rf"^evaluate: checkpoint= is one file .*, and {tmp_path} is a folder: pass a file, e.g. checkpoint="
+    with warnings.catch_warnings(), pytest.raises(UsageError, match=expected):
         ROWS.aiforge.evaluate(prompts={"p": "{review}"}, agents={"m": constant()}, truth="label",
                               labels=LABELS, checkpoint=file)

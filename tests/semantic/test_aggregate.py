@@ -267,21 +267,23 @@ def test_failed_chunks_end_the_call_and_the_same_call_asks_only_those(srv: LLMSe
     assert sum(count for text, count in asked.items() if "Answer for part" not in text) == level0 + 2
 
 
-def test_checkpoint_directory_resumes_in_a_new_process_state(srv: LLMServer, tmp_path: Any) -> None:
+def test_checkpoint_file_resumes_in_a_new_process_state(srv: LLMServer, tmp_path: Any) -> None:
     def folds_fail(request: RecordedRequest) -> Reply | Fault:
         return Fault(status=500) if "Answer for part" in request.last_user_text else answer(request)
 
     frame = reviews(200)
     srv.default = folds_fail
     with pytest.raises(AggregationError, match="at level 1 failed"):
-        frame.aiforge.agg(PROMPT, checkpoint=tmp_path, **settings(srv))
-    assert list(tmp_path.glob("agg-level0-*.sqlite"))
+        frame.aiforge.agg(PROMPT, checkpoint=tmp_path / "agg.sqlite", **settings(srv))
+    assert [path.name for path in tmp_path.glob("*.sqlite")] == ["agg.sqlite"]  # every level in the one file
     interrupted_work.clear()  # what a restarted kernel has in memory: nothing
     srv.default = answer
     srv.reset()
 
-    assert count_of(frame.aiforge.agg(PROMPT, checkpoint=tmp_path, **settings(srv))) == 200
+    assert count_of(frame.aiforge.agg(PROMPT, checkpoint=tmp_path / "agg.sqlite", **settings(srv))) == 200
     assert srv.request_count == 1  # only the fold: level 0 came from its checkpoint file
+    with pytest.raises(UsageError, match=rf"^agg: checkpoint= is one file .*{tmp_path} is a folder"):
+        frame.aiforge.agg(PROMPT, checkpoint=tmp_path, **settings(srv))
 
 
 def test_bad_inputs_are_usage_or_config_errors_naming_the_fix(srv: LLMServer) -> None:

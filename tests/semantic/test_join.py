@@ -366,7 +366,7 @@ def test_a_checkpointed_join_run_again_asks_only_the_question_that_failed(tmp_pa
 
 
 def test_output_is_the_joins_own() -> None:
-    with pytest.raises(UsageError, match="join asks its own questions"):
+    with pytest.raises(UsageError, match="join does not take output=; of the batch options it takes cache="):
         TICKETS.aiforge.join(PRODUCTS, PROMPT, agent=knowing(TICKETS, PRODUCTS, SMALL_TRUTH), output=bool)
 
 

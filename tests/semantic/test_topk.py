@@ -148,7 +148,7 @@ def test_the_run_in_attrs_counts_the_requests_and_each_round() -> None:
         ({"prompt": "the most urgent"}, "names no column"),
         ({"method": "bubble"}, "method= is one of 'listwise', 'pairwise'"),
         ({"window": 1}, "window= is the rows per listwise request"),
-        ({"pack": 4}, "pack= does not apply"),
+        ({"pack": 4}, "topk does not take pack=; of the batch options it takes cache=, checkpoint="),
     ],
 )
 def test_bad_arguments_are_refused_before_any_call(arguments: dict[str, Any], message: str) -> None:
@@ -204,9 +204,7 @@ def test_a_checkpointed_run_again_asks_nothing(tmp_path: Path) -> None:
     frame, checkpoint = tickets(60), tmp_path / "topk.ckpt"
     first = frame.aiforge.topk(PROMPT, 3, agent=agent_of(judge()), checkpoint=checkpoint)
     rounds = len(first.attrs["aiforge"].batches)
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".ckpt")) == sorted(
-        f"topk.round{r}.ckpt" for r in range(1, rounds + 1)
-    )
+    assert rounds > 1 and [p.name for p in tmp_path.glob("*.ckpt")] == ["topk.ckpt"]  # every round in the file
     fake = judge()
     again = frame.aiforge.topk(PROMPT, 3, agent=agent_of(fake), checkpoint=checkpoint)
     assert again.index.tolist() == first.index.tolist() and fake.calls == []

@@ -15,6 +15,14 @@ import dask.dataframe as dd
 import pandas as pd
 from dask.dataframe.extensions import register_dataframe_accessor
 
+from aiforge.batch.options import (
+    DEFAULT_CONCURRENCY,
+    PARTITION_OPTIONS,
+    ROUND_OPTIONS,
+    ROW_OPTIONS,
+    VECTOR_OPTIONS,
+    with_options,
+)
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
 from aiforge.dataframes.accessor import LABEL_COLUMN, _attach
@@ -30,41 +38,61 @@ class DaskOperations:
     def __init__(self, data: dd.DataFrame) -> None:
         self._data = data
 
-    def map(self, prompt: str, output: Any = None, concurrency: int = 10, **settings: Any) -> dd.DataFrame:
+    @with_options(PARTITION_OPTIONS)
+    def map(
+        self, prompt: str, output: Any = None, *, concurrency: int = DEFAULT_CONCURRENCY, **settings: Any
+    ) -> dd.DataFrame:
         """A lazy DataFrame on the input's index: ``response``, or the fields of ``output``."""
         return self._new_columns("map", concurrency, settings, prompt=prompt, output=output)
 
-    def classify(self, prompt: str, labels: Sequence[str], concurrency: int = 10, **settings: Any) -> dd.Series:
+    @with_options(PARTITION_OPTIONS)
+    def classify(
+        self, prompt: str, labels: Sequence[str], *, concurrency: int = DEFAULT_CONCURRENCY, **settings: Any
+    ) -> dd.Series:
         """A lazy categorical Series ``label`` of ``labels``."""
         result = self._new_columns("classify", concurrency, settings, prompt=prompt, labels=labels)
         labels_only: dd.Series = result[LABEL_COLUMN]
         return with_job(labels_only, getattr(result, JOB_ATTRIBUTE))
 
-    def filter(self, prompt: str, concurrency: int = 10, **settings: Any) -> dd.DataFrame:
+    @with_options(PARTITION_OPTIONS)
+    def filter(self, prompt: str, *, concurrency: int = DEFAULT_CONCURRENCY, **settings: Any) -> dd.DataFrame:
         """The rows for which the model answers true; failed rows are left out."""
         spec, job = row_job("filter", concurrency, settings, prompt=prompt)
         result: dd.DataFrame = self._data.map_partitions(kept_rows, spec, job, meta=self._data._meta)
         return with_job(result, job)
 
-    def extract(self, column: str, output: Any, concurrency: int = 10, **settings: Any) -> dd.DataFrame:
+    @with_options(PARTITION_OPTIONS)
+    def extract(
+        self, column: str, output: Any, *, concurrency: int = DEFAULT_CONCURRENCY, **settings: Any
+    ) -> dd.DataFrame:
         """The fields of ``output`` extracted from the text column ``column``."""
         if column not in self._data.columns:
             raise UsageError(no_such_column("extract", column, self._data.columns))
         return self._new_columns("extract", concurrency, settings, output=output, column=column)
 
-    def agg(self, prompt: str, by: Any = None, output: Any = None, concurrency: int = 10, **settings: Any) -> Any:
+    @with_options(ROUND_OPTIONS)
+    def agg(
+        self,
+        prompt: str,
+        by: Any = None,
+        output: Any = None,
+        *,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        **settings: Any,
+    ) -> Any:
         """One answer for all the rows (with ``by``, a pandas Series by group), computed now, not lazily.
 
         Each partition reduces its rows to partial answers (one per group) with ``map_partitions``; the client
         folds them into the answer, as ``df.aiforge.agg`` does: every request, on a worker or the client, fits
         ``CONTEXT_WINDOW``. The answer's ``.attrs["aiforge"]`` is the ``AggReport`` of the fold, with the
-        partitions' spend in ``.partitions``. Options as ``df.aiforge.agg``'s (``checkpoint=`` a directory every
+        partitions' spend in ``.partitions``. Options as ``df.aiforge.agg``'s (``checkpoint=`` one file every
         worker sees).
         """
         from aiforge.dataframes.dask.agg import dask_agg
 
         return dask_agg(self._data, prompt, by, output, concurrency, settings)
 
+    @with_options(ROW_OPTIONS)
     def dedup(
         self,
         column: str,
@@ -72,7 +100,7 @@ class DaskOperations:
         *,
         confirm: bool | tuple[float, float] = False,
         prompt: str | None = None,
-        concurrency: int = 10,
+        concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.Series:
         """``duplicate_of`` of every row, computed now, as a pandas Series: see ``df.aiforge.dedup``.
@@ -93,7 +121,8 @@ class DaskOperations:
         ids, report = dask_duplicate_ids(self._data[column], settings, request)
         return _attach(ids, report)
 
-    def embed(self, column: str, concurrency: int = 10, **settings: Any) -> dd.Series:
+    @with_options(VECTOR_OPTIONS)
+    def embed(self, column: str, *, concurrency: int = DEFAULT_CONCURRENCY, **settings: Any) -> dd.Series:
         """A lazy Series ``<column>_embedding`` of float32 vectors (None for a missing value), per partition.
 
         The pandas accessor's ``embed`` on each partition with this process's agent (``partition.process_agent``);
@@ -104,11 +133,12 @@ class DaskOperations:
         """
         if column not in self._data.columns:
             raise UsageError(no_such_column("embed", column, self._data.columns))
-        from aiforge.semantic.embed_column import embedding_name, refuse_batch_options
+        from aiforge.batch.options import take_options
+        from aiforge.semantic.embed_column import embedding_name
 
         check_no_keys(settings)
-        refuse_batch_options(settings)
-        options = {name: settings.pop(name) for name in ("model", "cache", "batch_size") if name in settings}
+        options = take_options(settings, VECTOR_OPTIONS, "embed")
+        options.update({name: settings.pop(name) for name in ("model", "batch_size") if name in settings})
         job = embedding_job(concurrency)
         meta = pd.Series([], dtype=object, name=embedding_name(column), index=self._data._meta.index)
         result: dd.Series = self._data.map_partitions(embedded_partition, column, settings, options, job, meta=meta)

@@ -86,11 +86,13 @@ def _agg_spec(
     prompt: str, keys: tuple[Any, ...], concurrency: int, settings: dict[str, Any]
 ) -> tuple[AggPartitionSpec, DaskJob]:
     """The partitions' spec (settings checked for keys) and the job holding their concurrency semaphore."""
+    from aiforge.batch.resume import checkpoint_file
     from aiforge.semantic.agg.frames import split_settings
 
     check_no_keys(settings)
     agent_settings = dict(settings)
     options = split_settings(agent_settings)
+    checkpoint_file(options.get("checkpoint"), "agg")  # on the client, before the graph runs
     spec = AggPartitionSpec(prompt, keys, agent_settings, options)
     threads = worker_threads(scheduler_client("concurrency limit lives"))
     return spec, new_job("aiforge-agg", concurrency, max(concurrency // threads, 1), summary=False)

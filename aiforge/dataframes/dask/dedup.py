@@ -66,21 +66,13 @@ def _warn_if_chat_model_vectors(settings: dict[str, Any]) -> None:
     """On the client, once: the workers' agents would be the embedded model on a chat model's weights."""
     from aiforge.batch.embedded import warn_chat_model_vectors
     from aiforge.core.settings import AIForgeSettings, load_settings
-    from aiforge.providers import is_embedded, resolve_provider_name
-    from aiforge.providers.embedding_choice import embedding_provider_name
+    from aiforge.providers.facts import provider_facts
 
     fields = AIForgeSettings.model_fields
     loaded = load_settings(**{k.upper(): v for k, v in settings.items() if k.upper() in fields})
-    name = resolve_provider_name(loaded)
-    if not is_embedded(name) or embedding_provider_name(loaded, name) != name:
-        return
-    from aiforge.providers.local.engine import model_name_for
-    from aiforge.providers.local.gguf import declares_pooling
-    from aiforge.providers.local.weights import resolve_model_path
-
-    path = resolve_model_path(loaded)
-    if not declares_pooling(path):
-        warn_chat_model_vectors("dedup", model_name_for(path))
+    model = provider_facts(loaded).chat_model_vectors
+    if model is not None:
+        warn_chat_model_vectors("dedup", model)
 
 
 def _embedded_part(part: pd.Series, settings: dict[str, Any], cache: CacheOption) -> PartEmbeddings:

@@ -7,7 +7,7 @@ Each operation is one ``map_partitions`` with the right ``meta``: a partition's 
   ``ANTHROPIC_API_KEY`` / ``AIFORGE_*`` from their own environment: a ``LocalCluster`` inherits the client's; on a
   cluster set them where workers start (a Kubernetes secret, the job script).
 - Faults: a worker killed mid-partition makes Dask run the partition again elsewhere; every row is in the output
-  exactly once. With ``checkpoint=DIR`` (one file per partition, on a filesystem every worker sees) or a shared
+  exactly once. With ``checkpoint=FILE`` (every partition in it, on a filesystem every worker sees) or a shared
   ``cache=``, the rows answered before the kill are not asked again.
 """
 
@@ -46,11 +46,11 @@ def _warn_here_if_embedded(spec: PartitionSpec) -> None:
     """A typed job on the embedded model warns once, on the client; its workers stay quiet (``job_columns``)."""
     from aiforge.batch.embedded import warn_embedded_once
     from aiforge.core.settings import AIForgeSettings, load_settings
-    from aiforge.providers import is_embedded, resolve_provider_name
+    from aiforge.providers.facts import provider_facts
 
     fields = AIForgeSettings.model_fields
     settings = load_settings(**{k.upper(): v for k, v in spec.settings.items() if k.upper() in fields})
-    if is_embedded(resolve_provider_name(settings)):
+    if provider_facts(settings).embedded:
         warn_embedded_once()
 
 

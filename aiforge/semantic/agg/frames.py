@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 
     Grouped = DataFrameGroupBy[Any, Any] | SeriesGroupBy[Any, Any]
 
-AGG_OPTIONS = ("cache", "checkpoint", "restart", "max_cost", "dedup")
-"""``run_batch`` options ``agg`` takes (``checkpoint`` names a directory: one file per level's batch)."""
 AGG_NAME = "response"
 """The name of a grouped ``agg``'s Series."""
 
@@ -76,16 +74,11 @@ def row_texts(data: pd.DataFrame | pd.Series, instruction: AggInstruction) -> li
 
 
 def split_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """Pop ``agg``'s batch options out of ``settings`` (the rest configure the agent); other batch options fail."""
-    from aiforge.batch.options import BATCH_ARGUMENTS, batch_options
+    """Pop ``agg``'s batch options (``ROUND_OPTIONS``) out of ``settings``, the rest configure the agent; another
+    batch option is a UsageError naming them."""
+    from aiforge.batch.options import ROUND_OPTIONS, take_options
 
-    refused = [name for name in BATCH_ARGUMENTS if name in settings and name not in AGG_OPTIONS]
-    if refused:
-        raise UsageError(
-            f"agg does not take {refused[0]}= (it runs its own chunk requests); it takes "
-            f"{', '.join(f'{name}=' for name in AGG_OPTIONS)} and settings."
-        )
-    return batch_options(settings, AGG_OPTIONS)
+    return take_options(settings, ROUND_OPTIONS, "agg")
 
 
 def agg_data(

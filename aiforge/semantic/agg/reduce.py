@@ -9,8 +9,8 @@ while others go on: a group's last request answers in ``output=``, every request
 Resuming. The chunk answers of a call are kept in this process under the call's identity (its rows, prompt,
 window, output and the agent's settings) until the call finishes: the same call after Ctrl-C, a failed chunk or
 a spent ``max_cost`` asks only the chunks not answered (an interrupted level's finished chunks are kept by
-``run_batch`` itself). ``checkpoint=`` names a directory where each level's batch keeps a checkpoint file named
-by its prompts, so a new process (a restarted kernel, ``kill -9``) rebuilds the same levels from the files.
+``run_batch`` itself). ``checkpoint=`` names one file where each level's batch keeps its checkpoint under a name
+made of its prompts, so a new process (a restarted kernel, ``kill -9``) rebuilds the same levels from the file.
 A chunk that fails ends the call with ``AggregationError`` once its level has run: folding without it would
 answer for rows it never read.
 """
@@ -21,11 +21,11 @@ import hashlib
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.identity import batch_identity
-from aiforge.batch.resume import interrupted_work
+from aiforge.batch.options import DEFAULT_CONCURRENCY
+from aiforge.batch.resume import checkpoint_part, interrupted_work
 from aiforge.core.context_windows import context_window
 from aiforge.core.costs import _caller_stacklevel
 from aiforge.core.errors import AggregationError, BatchInterrupted, TruncatedRowWarning
@@ -63,14 +63,14 @@ def reduce_groups(
     kind: Kind = ROWS,
     final: bool = True,
     output: Any = None,
-    concurrency: int = 10,
+    concurrency: int = DEFAULT_CONCURRENCY,
     options: Mapping[str, Any] | None = None,
 ) -> tuple[list[Any], AggReport]:
     """One answer per group of ``groups`` (rows, or with ``kind="answers"`` partial answers to fold), and the report.
 
     ``final=False`` leaves each group's answer a partial one, to be folded with others (a Dask partition's);
-    ``output=`` types the final answers. ``options`` are ``run_batch``'s ``cache``, ``checkpoint`` (a directory
-    here), ``restart``, ``max_cost`` (for the whole call) and ``dedup``. A group with no item answers None.
+    ``output=`` types the final answers. ``options`` are ``run_batch``'s ``cache``, ``checkpoint`` (one file
+    for every level), ``restart``, ``max_cost`` (for the whole call) and ``dedup``. A group with no item answers None.
 
     >>> from aiforge import ChatAgent
     >>> from aiforge.providers.scripted import ScriptedProvider
@@ -206,11 +206,9 @@ def _run_batch(
     batch_options = {name: value for name, value in options.items() if name in ("cache", "restart", "dedup")}
     if options.get("max_cost") is not None:
         batch_options["max_cost"] = max(options["max_cost"] - report.total_cost, 0.0)
-    if options.get("checkpoint") is not None:
-        folder = Path(options["checkpoint"])
-        folder.mkdir(parents=True, exist_ok=True)
+    if options.get("checkpoint") is not None:  # each level's batch a part of the one file, named by its prompts
         digest = hashlib.sha256("\0".join(prompts).encode()).hexdigest()[:20]
-        batch_options["checkpoint"] = folder / f"agg-level{level.level}-{digest}.sqlite"
+        batch_options["checkpoint"] = checkpoint_part(options["checkpoint"], f"agg-level{level.level}-{digest}", "agg")
     try:
         batch: BatchResult = agent.run_batch(
             prompts, concurrency, max(len(prompts), 1), output=None if spec is None else spec, **batch_options

@@ -28,14 +28,13 @@ comparison already answered.
 """
 
 from aiforge.semantic.topk.methods import DEFAULT_WINDOW, listwise_calls, pairwise_calls
-from aiforge.semantic.topk.rank import METHODS, RANK_COLUMN, TOPK_OPTIONS, rank_rows, ranked_frame
+from aiforge.semantic.topk.rank import METHODS, RANK_COLUMN, rank_rows, ranked_frame
 from aiforge.semantic.topk.rounds import TopKRun
 
 __all__ = [
     "DEFAULT_WINDOW",
     "METHODS",
     "RANK_COLUMN",
-    "TOPK_OPTIONS",
     "TopKRun",
     "listwise_calls",
     "pairwise_calls",

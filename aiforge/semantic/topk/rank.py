@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from aiforge.batch.options import BATCH_ARGUMENTS, batch_options
+from aiforge.batch.options import DEFAULT_CONCURRENCY, ROUND_OPTIONS, take_options
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.templates import VALUE_FIELD, batch_prompts
 from aiforge.core.types import UsageError
@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 METHODS = ("listwise", "pairwise")
 RANK_COLUMN = "rank"
 """The column of each chosen row's rank, 1 for the best."""
-TOPK_OPTIONS = ("cache", "checkpoint", "restart", "max_cost", "dedup")
-"""``run_batch`` options ``topk`` passes to every round; the rest of them (``output``, ``pack``...) do not apply."""
 
 
 def rank_rows(
@@ -32,20 +30,21 @@ def rank_rows(
     method: str = "listwise",
     agent: ChatAgent | None = None,
     window: int = DEFAULT_WINDOW,
-    concurrency: int = 10,
+    concurrency: int = DEFAULT_CONCURRENCY,
     **settings: Any,
 ) -> TopKRun:
     """The ``k`` rows of ``data`` (a DataFrame or Series) that best satisfy ``prompt``, best first, as a ``TopKRun``.
 
-    ``prompt`` is a row template naming the fields compared; k above the number of rows ranks them all. Keywords in
-    ``TOPK_OPTIONS`` go to every round's ``run_batch``; the rest configure the agent built when ``agent=None``::
+    ``prompt`` is a row template naming the fields compared; k above the number of rows ranks them all. The batch
+    options of ``batch.options.ROUND_OPTIONS`` go to every round's ``run_batch``; the rest configure the agent built
+    when ``agent=None``::
 
         run = rank_rows(tickets, "the most urgent ticket: {ticket}", 3, provider=fake)
         tickets.iloc[run.positions]
     """
     _check_arguments(prompt, k, method, window)
     _check_rank_column(data)
-    options = _options(settings)
+    options = take_options(settings, ROUND_OPTIONS, "topk")
     rows = batch_prompts(data, prompt)  # a UsageError for a field naming no column, before any request
     assert rows.template is not None and rows.values is not None  # a str prompt always gives both
     texts = [row_text(values, rows.template) for values in rows.values]
@@ -71,17 +70,6 @@ def _check_arguments(prompt: Any, k: Any, method: Any, window: Any) -> None:
         raise UsageError(f"topk: method= is one of {', '.join(map(repr, METHODS))}, not {method!r}")
     if isinstance(window, bool) or not isinstance(window, int) or window < 2:
         raise UsageError(f"topk: window= is the rows per listwise request, an integer >= 2, got {window!r}")
-
-
-def _options(settings: dict[str, Any]) -> dict[str, Any]:
-    """``run_batch``'s options taken out of ``settings``; one that does not apply to topk is a UsageError."""
-    other = [name for name in BATCH_ARGUMENTS if name in settings and name not in TOPK_OPTIONS]
-    if other:
-        raise UsageError(
-            f"topk: {other[0]}= does not apply (topk sets its own output and prompts); "
-            f"of run_batch's options it takes {', '.join(f'{name}=' for name in TOPK_OPTIONS)}"
-        )
-    return batch_options(settings, TOPK_OPTIONS)
 
 
 def _agent(agent: ChatAgent | None, settings: dict[str, Any]) -> ChatAgent:

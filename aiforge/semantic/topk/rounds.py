@@ -5,10 +5,10 @@ and ``TopKRun``, the report of every round.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.results import BatchFailure, BatchResult
+from aiforge.batch.resume import checkpoint_part
 from aiforge.core.errors import BudgetExceededError, ComparisonFailedError
 from aiforge.core.report import OperationReport
 
@@ -103,9 +103,8 @@ class Asker:
         options = dict(self.options)
         if self.max_cost is not None:
             options["max_cost"] = max(0.0, self.max_cost - self.run.total_cost)
-        if self.checkpoint is not None:
-            path = Path(self.checkpoint)  # one file per round: a checkpoint holds one batch
-            options["checkpoint"] = path.with_name(f"{path.stem}.round{len(self.run.batches) + 1}{path.suffix}")
+        if self.checkpoint is not None:  # each round's batch a part of the one file
+            options["checkpoint"] = checkpoint_part(self.checkpoint, f"round{len(self.run.batches) + 1}", "topk")
         batch: BatchResult = self.agent.run_batch(
             prompts, self.concurrency, max(len(prompts), 1), output=output, **options
         )

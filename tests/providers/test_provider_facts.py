@@ -1,0 +1,14 @@
+"""``provider_facts``: what the provider a set of settings chooses is, read without building it."""
+
+from aiforge.core.settings import load_settings
+from aiforge.providers.facts import ProviderFacts, provider_facts
+
+
+def test_a_remote_provider_is_not_embedded_and_embeds_itself() -> None:
+    facts = provider_facts(load_settings(PROVIDER="openai", OPENAI_API_KEY="sk-test"))
+    assert facts == ProviderFacts("openai", embedded=False, vectors="openai", chat_model_vectors=None)
+
+
+def test_the_vectors_provider_is_the_embedding_setting_when_given() -> None:
+    facts = provider_facts(load_settings(PROVIDER="scripted", EMBEDDING_PROVIDER="openai"))
+    assert (facts.name, facts.embedded, facts.vectors) == ("scripted", False, "openai")
