@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from aiforge.batch.cascade import Cascade
-from aiforge.batch.options import DEFAULT_CONCURRENCY, ROW_OPTIONS, batch_options, with_options
+from aiforge.batch.options import DEFAULT_CONCURRENCY, ROW_OPTIONS, BatchOptions, batch_options, with_options
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.columns import OUTPUT_COLUMN
 from aiforge.core.labels import checked_labels
@@ -149,10 +149,13 @@ def _batch(
     if agent is None and not settings:
         agent = _cascade_agent(options.get("cascade"))
     agent = operation_agent(agent, settings)
-    # A DataFrame operation covers the whole frame: run_batch's max_batch guards lists built by hand.
-    result: BatchResult = agent.run_batch(
-        items, concurrency, max(len(items), 1), output=output, prompt=prompt, **options
-    )
+    # A DataFrame operation covers the whole frame: run_batch's max_batch guards lists built by hand. Straight into
+    # the pipeline (what agent.run_batch does), so output= goes down from here and never back through the agent.
+    from aiforge.batch.orchestrator import run_items_sync  # loads the pipeline on first use
+
+    batch = BatchOptions.of(concurrency=concurrency, max_batch=max(len(items), 1), output=output, prompt=prompt,
+                            **options)
+    result: BatchResult = run_items_sync(agent, items, batch)
     return result
 
 
