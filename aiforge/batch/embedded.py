@@ -17,7 +17,7 @@ import threading
 import warnings
 from typing import TYPE_CHECKING
 
-from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.costs import caller_stacklevel
 from aiforge.core.errors import ChatModelVectorsWarning, EmbeddedModelWarning, FailedRowsWarning
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def warn_embedded_once(model: str | None = None) -> None:
         "fields are often wrong. Use a real provider (openai, anthropic, or a llama.cpp, vLLM or Ollama server "
         "with a larger model) for columns you rely on.",
         EmbeddedModelWarning,
-        stacklevel=_caller_stacklevel(),
+        stacklevel=caller_stacklevel(),
     )
 
 
@@ -59,7 +59,7 @@ def warn_chat_model_vectors(operation: str, model: str) -> None:
         "embedding model: provider='openai' (EMBEDDING_MODEL), an OpenAI-compatible server's /v1/embeddings, or "
         "LOCAL_MODEL_PATH set to a GGUF embedding model (bge, nomic-embed).",
         ChatModelVectorsWarning,
-        stacklevel=_caller_stacklevel(),
+        stacklevel=caller_stacklevel(),
     )
 
 

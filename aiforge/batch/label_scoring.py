@@ -15,7 +15,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.output_labels import label_values
-from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.costs import caller_stacklevel
 from aiforge.core.types import UsageError
 from aiforge.providers.labels import unrepeated_labels
 
@@ -84,6 +84,6 @@ def unpacked_if_scored(options: BatchOptions, scored: dict[str, Any] | None, mod
         f"pack={options.pack} is not used: this provider scores label rows one by one (LABELS_BY=auto); set "
         "LABELS_BY='generation' to pack generated answers instead",
         UserWarning,
-        stacklevel=_caller_stacklevel(),
+        stacklevel=caller_stacklevel(),
     )
     return dataclasses.replace(options, pack=1)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.savings import PACKING, Savings
-from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.costs import caller_stacklevel
 from aiforge.core.report import OperationReport
 from aiforge.core.tokens import estimate_tokens
 from aiforge.core.types import Usage
@@ -76,7 +76,7 @@ def warn_if_packing_failed(stats: PackingStats) -> None:
             f"did not answer by id), so every row was asked again alone on top of {stats.requests} packed "
             "request(s); if this model cannot answer packed rows, drop pack=",
             UserWarning,
-            stacklevel=_caller_stacklevel(),
+            stacklevel=caller_stacklevel(),
         )
 
 

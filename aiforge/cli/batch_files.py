@@ -24,12 +24,12 @@ def auto_checkpoint(args: argparse.Namespace, schema: dict[str, Any] | None) -> 
     the ``STORE`` setting is off or in memory."""
     from aiforge.core.settings import load_settings
     from aiforge.store import fingerprint
-    from aiforge.store.db import _default_path
+    from aiforge.store.db import default_path
 
     store = load_settings().STORE
     if store is False or store == "memory":
         return None
-    folder = Path(_default_path("data") if store is True else store).expanduser().resolve().parent / AUTO_FOLDER
+    folder = Path(default_path("data") if store is True else store).expanduser().resolve().parent / AUTO_FOLDER
     command = {
         "input": str(Path(args.input).resolve()),
         **{flag: getattr(args, flag) for flag in ("prompt", "labels", "provider", "model", "temperature")},

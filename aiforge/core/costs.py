@@ -57,7 +57,7 @@ _warned_lock = threading.Lock()
 _INTERNAL = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(asyncio.__file__))
 
 
-def _caller_stacklevel() -> int:
+def caller_stacklevel() -> int:
     """The stacklevel of the first frame outside aiforge, LangGraph and asyncio (1 if none)."""
     frame: FrameType | None = sys._getframe(2)
     level = 2
@@ -81,7 +81,7 @@ def _warn_unpriced_once(model: str, service_tier: str | None) -> None:
             "recorded at $0.00 (priced=False). The tier prices are core/pricing.py's FLEX_DISCOUNT and "
             "PRIORITY_PRICES; SERVICE_TIER=default is billed at the list price.",
             UserWarning,
-            stacklevel=_caller_stacklevel(),
+            stacklevel=caller_stacklevel(),
         )
         return
     warnings.warn(
@@ -89,7 +89,7 @@ def _warn_unpriced_once(model: str, service_tier: str | None) -> None:
         f"Add it to the PRICES setting, e.g. PRICES={{{model!r}: {{'input': 1.0, 'output': 2.0}}}} "
         "(USD per 1M tokens), in aiforge.yaml, AIFORGE_PRICES or the PRICES= keyword.",
         UserWarning,
-        stacklevel=_caller_stacklevel(),
+        stacklevel=caller_stacklevel(),
     )
 
 

@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Protocol
 
-from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.costs import caller_stacklevel
 from aiforge.core.errors import FailedRowsWarning
 from aiforge.core.logs import redact
 
@@ -62,5 +62,5 @@ def warn_failed_rows(
         warnings.warn(
             failed_rows_message(failed, total, what=what, where=where),
             FailedRowsWarning,
-            stacklevel=_caller_stacklevel(),
+            stacklevel=caller_stacklevel(),
         )

@@ -187,10 +187,10 @@ def warn_of_unsent_settings(provider: Provider, settings: Any) -> None:
             if (setting, provider.name) in _warned_unsent:
                 continue
             _warned_unsent.add((setting, provider.name))
-        from aiforge.core.costs import _caller_stacklevel
+        from aiforge.core.costs import caller_stacklevel
 
         warnings.warn(
             f"{setting}={getattr(settings, setting)} is not sent to the {provider.name} provider: {reason}.",
             UserWarning,
-            stacklevel=_caller_stacklevel(),
+            stacklevel=caller_stacklevel(),
         )

@@ -75,7 +75,7 @@ class Store:
             return None
         rebuild = False
         if value is True:
-            path, rebuild = _default_path(kind), kind == "cache"
+            path, rebuild = default_path(kind), kind == "cache"
         elif isinstance(value, str) and value == "memory":
             path = MEMORY
         elif isinstance(value, str | os.PathLike) and os.fspath(value):
@@ -265,7 +265,7 @@ def _primary_code(exc: sqlite3.Error) -> int:
     return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
 
 
-def _default_path(kind: Literal["cache", "data"]) -> str:
+def default_path(kind: Literal["cache", "data"]) -> str:
     """The store file in the user's cache or data directory (platformdirs: XDG on Linux)."""
     import platformdirs
 

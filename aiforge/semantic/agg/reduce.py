@@ -27,7 +27,7 @@ from aiforge.batch.identity import batch_identity
 from aiforge.batch.options import DEFAULT_CONCURRENCY
 from aiforge.batch.resume import checkpoint_part, interrupted_work
 from aiforge.core.context_windows import context_window
-from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.costs import caller_stacklevel
 from aiforge.core.errors import AggregationError, BatchInterrupted, TruncatedRowWarning
 from aiforge.core.output import OutputSpec
 from aiforge.core.types import ContextWindowExceededError, UsageError
@@ -112,7 +112,7 @@ def reduce_groups(
             f"agg: {report.truncated} row(s) or partial answer(s) were longer than one request can hold under "
             f"CONTEXT_WINDOW={budget.window} and were cut to fit (ending with ' […]').",
             TruncatedRowWarning,
-            stacklevel=_caller_stacklevel(),
+            stacklevel=caller_stacklevel(),
         )
     interrupted_work.forget(key)
     return results, report

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiforge.batch.results import BatchResult
-from aiforge.core.costs import _caller_stacklevel
+from aiforge.core.costs import caller_stacklevel
 from aiforge.core.errors import FailedRowsWarning, MissingValueError
 from aiforge.core.report import OperationReport
 
@@ -105,5 +105,5 @@ def warn_if_failed(report: JoinReport) -> None:
         warnings.warn(
             f"join: {'; '.join(said)}: see result.attrs['aiforge'].failed.",
             FailedRowsWarning,
-            stacklevel=_caller_stacklevel(),
+            stacklevel=caller_stacklevel(),
         )
