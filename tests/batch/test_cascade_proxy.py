@@ -1,0 +1,161 @@
+"""Cascade(first="proxy") (issue 32): a logistic regression on the rows' embeddings, trained on half of the strong
+model's sample and calibrated on the other half, keeps the rows it is confident on; the rest go to the strong model.
+The strong model is scripted (planted themes, some noise); the vectors are the scripted provider's hashed words."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from aiforge import Cascade, ChatAgent, ConfigError
+from aiforge.core.types import Message, UsageError
+from aiforge.providers.scripted import ScriptedProvider, structured
+
+THEMES = {
+    "billing": ["invoice", "charged", "refund", "payment", "card", "bill"],
+    "login": ["password", "login", "locked", "reset", "sign", "2fa"],
+    "shipping": ["parcel", "delivery", "courier", "tracking", "shipped", "arrived"],
+    "bug": ["crash", "error", "freezes", "broken", "exception", "glitch"],
+    "account": ["profile", "email", "username", "delete", "settings", "avatar"],
+    "feature": ["suggest", "wish", "feature", "add", "roadmap", "idea"],
+    "pricing": ["plan", "discount", "upgrade", "tier", "price", "quote"],
+    "privacy": ["gdpr", "data", "consent", "cookies", "tracking-data", "export"],
+}
+LABELS = list(THEMES)
+FILLER = ["please", "help", "today", "again", "my", "the", "since", "monday", "hi", "team", "thanks", "urgent"]
+
+
+def tickets(n: int, seed: int = 32) -> tuple[pd.DataFrame, dict[str, str]]:
+    """``n`` tickets, each a few of its theme's words among filler (one in ten also carries another theme's words),
+    and what the strong model answers for each text: its theme, or a random one 1 % of the time."""
+    rng = random.Random(seed)
+    rows, strong = [], {}
+    for i in range(n):
+        theme = rng.choice(LABELS)
+        words = rng.sample(THEMES[theme], 3) + rng.sample(FILLER, 4)
+        if rng.random() < 0.1:
+            words += rng.sample(THEMES[rng.choice(LABELS)], 2)
+        rng.shuffle(words)
+        text = f"#{i} " + " ".join(words)
+        rows.append({"ticket": text, "theme": theme})
+        strong[text] = theme if rng.random() >= 0.01 else rng.choice(LABELS)
+    return pd.DataFrame(rows), strong
+
+
+def strong_provider(answers: dict[str, str]) -> ScriptedProvider:
+    def reply(messages: list[Message]) -> Any:
+        return structured(answers[messages[-1]["content"]])
+
+    return ScriptedProvider(default=reply, model="gpt-4o")
+
+
+def test_the_proxy_keeps_rows_that_meet_the_target_on_held_out_rows_and_never_asks_them() -> None:
+    df, answers = tickets(2000)
+    strong = strong_provider(answers)
+    labels = df.aiforge.classify(
+        "{ticket}", labels=LABELS, cascade=Cascade(first="proxy", then=ChatAgent(provider=strong))
+    )
+    batch = labels.attrs["aiforge"]
+    report = batch.cascade
+    asked = [call.last_user_message for call in strong.calls]
+    kept = [i for i, by in enumerate(report.answered_by) if by == "first"]
+    assert report.by_first > 1000 and report.by_first + report.by_then == len(df)
+    assert len(asked) == len(set(asked)) == report.by_then  # each row asked at most once
+    assert not {df["ticket"].iloc[i] for i in kept} & set(asked)  # a row the proxy kept never reaches the strong model
+    assert not set(kept) & set(report.sampled)
+    agreement = sum(labels.iloc[i] == answers[df["ticket"].iloc[i]] for i in kept) / len(kept)
+    assert agreement >= 0.9 and report.lower_bound >= 0.9 and report.agreement >= report.lower_bound
+    assert report.trained_on == 100 and report.calibrated_on == 100 and len(report.sampled) == 200
+    assert report.first_model == "proxy:scripted-embedding" and report.embedding_model == "scripted-embedding"
+    assert report.embedding_requests == len(strong.embed_calls) == 1 and len(strong.embed_calls[0]) == len(df)
+    assert report.kept_share == report.by_first / len(df)
+    frame = batch.to_dataframe()
+    assert set(frame.loc[frame["answered_by"] == "first", "model"]) == {"proxy:scripted-embedding"}
+    assert "proxy:scripted-embedding" in str(report)
+
+
+def test_the_threshold_is_chosen_on_rows_the_proxy_was_not_trained_on() -> None:
+    df, answers = tickets(600)
+    runs = [
+        df.aiforge.classify(
+            "{ticket}",
+            labels=LABELS,
+            cascade=Cascade(first="proxy", then=ChatAgent(provider=strong_provider(answers)), seed=seed),
+        )
+        .attrs["aiforge"]
+        .cascade
+        for seed in (1, 1, 2)
+    ]
+    assert runs[0].sampled == runs[1].sampled != runs[2].sampled
+    assert runs[0].threshold == runs[1].threshold and runs[0].answered_by == runs[1].answered_by
+    assert all(run.trained_on + run.calibrated_on == len(run.sampled) for run in runs)
+
+
+def test_repeated_texts_are_embedded_once_and_a_truth_column_trains_without_the_strong_model() -> None:
+    df, answers = tickets(500)
+    df = pd.concat([df, df.iloc[:100]], ignore_index=True)
+    strong = strong_provider(answers)
+    cascade = Cascade(first="proxy", then=ChatAgent(provider=strong), truth="theme")
+    batch = df.aiforge.classify("{ticket}", labels=LABELS, cascade=cascade).attrs["aiforge"]
+    assert sum(map(len, strong.embed_calls)) == 500
+    assert batch.cascade.reference == "truth:theme" and batch.cascade.trained_on == 100
+    assert len(strong.calls) == batch.cascade.by_then < 400
+
+
+@pytest.mark.parametrize("output", [None, str, dict[str, int]])
+def test_an_output_the_proxy_cannot_learn_is_refused_before_any_request(output: Any) -> None:
+    strong = ScriptedProvider()
+    with pytest.raises(UsageError, match=r'^Cascade\(first="proxy"\) learns labels .*not (free text|output=)'):
+        ChatAgent(provider=strong).run_batch(["a", "b"], output=output, cascade=Cascade(first="proxy"))
+    assert strong.calls == [] and strong.embed_calls == []
+
+
+def test_a_sample_too_small_to_split_is_refused() -> None:
+    with pytest.raises(UsageError, match=r"half of it to train the proxy on \(sample >= 115"):
+        Cascade(first="proxy", sample=114)
+    Cascade(first="proxy", sample=115)
+
+
+def test_the_estimate_prices_the_proxy_pass_as_its_embeddings() -> None:
+    df, answers = tickets(300)
+    strong = strong_provider(answers)
+    estimate = ChatAgent(provider=strong, PRICES={"gpt-4o": {"input": 2.5, "output": 10.0}}).estimate_batch(
+        df["ticket"].tolist(), cascade=Cascade(first="proxy")
+    )
+    plan = next(plan for plan in estimate.plans if plan.name == "cascade")
+    assert plan.dollars is not None and plan.dollars_high is not None
+    assert plan.dollars == pytest.approx(plan.dollars_high * 200 / 300)  # the embeddings are free: the sample alone
+    assert strong.calls == [] and strong.embed_calls == []
+
+
+def test_without_scikit_learn_the_proxy_says_how_to_install_it_before_any_request(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["sklearn"] = None  # scikit-learn not installed: its import fails where aiforge makes it
+        from aiforge import Cascade, ChatAgent, ConfigError
+        from aiforge.providers.scripted import ScriptedProvider
+        strong = ScriptedProvider(default="a")
+        try:
+            ChatAgent(provider=strong).run_batch(
+                [f"row {i}" for i in range(300)], output=bool, max_batch=300, cascade=Cascade(first="proxy")
+            )
+        except ConfigError as error:
+            print(f"{len(strong.calls)} {len(strong.embed_calls)} {error}")
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300)
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0] == (
+        '0 0 Cascade(first="proxy") trains scikit-learn\'s LogisticRegression, which is not installed: '
+        'pip install "aiforge-kit[embeddings]"'
+    )
+    assert ConfigError.__name__ == "ConfigError"
