@@ -72,7 +72,7 @@ def test_the_proxy_keeps_rows_that_meet_the_target_on_held_out_rows_and_never_as
     assert not set(kept) & set(report.sampled)
     agreement = sum(labels.iloc[i] == answers[df["ticket"].iloc[i]] for i in kept) / len(kept)
     assert agreement >= 0.9 and report.lower_bound >= 0.9 and report.agreement >= report.lower_bound
-    assert report.trained_on == 100 and report.calibrated_on == 100 and len(report.sampled) == 200
+    assert report.trained_on == report.calibrated_on == len(report.sampled) == 200  # cross-fitted
     assert report.first_model == "proxy:scripted-embedding" and report.embedding_model == "scripted-embedding"
     assert report.embedding_requests == len(strong.embed_calls) == 1 and len(strong.embed_calls[0]) == len(df)
     assert report.kept_share == report.by_first / len(df)
@@ -81,7 +81,7 @@ def test_the_proxy_keeps_rows_that_meet_the_target_on_held_out_rows_and_never_as
     assert "proxy:scripted-embedding" in str(report)
 
 
-def test_the_threshold_is_chosen_on_rows_the_proxy_was_not_trained_on() -> None:
+def test_the_same_seed_draws_the_same_sample_and_folds() -> None:
     df, answers = tickets(600)
     runs = [
         df.aiforge.classify(
@@ -95,7 +95,20 @@ def test_the_threshold_is_chosen_on_rows_the_proxy_was_not_trained_on() -> None:
     ]
     assert runs[0].sampled == runs[1].sampled != runs[2].sampled
     assert runs[0].threshold == runs[1].threshold and runs[0].answered_by == runs[1].answered_by
-    assert all(run.trained_on + run.calibrated_on == len(run.sampled) for run in runs)
+
+
+def test_labels_the_proxy_cannot_learn_keep_nothing_as_no_row_is_scored_by_a_model_that_saw_it() -> None:
+    # The strong model answers at random: a model scored on its own training rows would agree with them (it fits
+    # them), but out of fold it agrees one time in eight, so no threshold passes and every row goes to the strong one.
+    df, _ = tickets(400)
+    answers = {text: random.Random(text).choice(LABELS) for text in df["ticket"]}
+    strong = strong_provider(answers)
+    report = (
+        df.aiforge.classify("{ticket}", labels=LABELS, cascade=Cascade(first="proxy", then=ChatAgent(provider=strong)))
+        .attrs["aiforge"]
+        .cascade
+    )
+    assert report.by_first == 0 and len(strong.calls) == 400 and "no threshold reached the target" in str(report)
 
 
 def test_repeated_texts_are_embedded_once_and_a_truth_column_trains_without_the_strong_model() -> None:
@@ -105,7 +118,7 @@ def test_repeated_texts_are_embedded_once_and_a_truth_column_trains_without_the_
     cascade = Cascade(first="proxy", then=ChatAgent(provider=strong), truth="theme")
     batch = df.aiforge.classify("{ticket}", labels=LABELS, cascade=cascade).attrs["aiforge"]
     assert sum(map(len, strong.embed_calls)) == 500
-    assert batch.cascade.reference == "truth:theme" and batch.cascade.trained_on == 100
+    assert batch.cascade.reference == "truth:theme" and batch.cascade.trained_on == 200
     assert len(strong.calls) == batch.cascade.by_then < 400
 
 
@@ -115,12 +128,6 @@ def test_an_output_the_proxy_cannot_learn_is_refused_before_any_request(output: 
     with pytest.raises(UsageError, match=r'^Cascade\(first="proxy"\) learns labels .*not (free text|output=)'):
         ChatAgent(provider=strong).run_batch(["a", "b"], output=output, cascade=Cascade(first="proxy"))
     assert strong.calls == [] and strong.embed_calls == []
-
-
-def test_a_sample_too_small_to_split_is_refused() -> None:
-    with pytest.raises(UsageError, match=r"half of it to train the proxy on \(sample >= 115"):
-        Cascade(first="proxy", sample=114)
-    Cascade(first="proxy", sample=115)
 
 
 def test_the_estimate_prices_the_proxy_pass_as_its_embeddings() -> None:

@@ -2,8 +2,8 @@
 
 * ``scoring_pass``: a cheap model scores every lead row's labels (``scoring``), then the sample is drawn from the
   rows it scored and answered by the reference; the whole sample calibrates.
-* ``proxy_pass``: the sample is drawn first and answered by the reference; a classifier on the rows' embeddings
-  (``proxy``) is trained on half of it and scores every row; only the other half calibrates.
+* ``proxy_pass``: the sample is drawn first and answered by the reference; classifiers on the rows' embeddings
+  (``proxy``) are cross-fitted on it, so that no row is scored by a model trained on it; the whole sample calibrates.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from aiforge.batch.cascade.proxy import RowVectors, embed_rows, fit_proxy, proxy_scores, train_part
+from aiforge.batch.cascade.proxy import RowVectors, embed_rows, fit_proxy, folds_of, proxy_scores
 from aiforge.batch.cascade.scoring import ScoredRow, scorer_of
 from aiforge.batch.runner import BatchRun
 from aiforge.core.progress import progress_bar, progress_enabled
@@ -39,7 +39,8 @@ class FirstPass:
     calibrated: list[int]
     """The sample rows the threshold is chosen on (with a reference label, and never trained on)."""
     trained: list[int] = field(default_factory=list)
-    """The sample rows the proxy was trained on (none for a cheap model)."""
+    """The sample rows the proxy's models were trained on (each by all but the model of its fold; none for a
+    cheap model)."""
     vectors: RowVectors | None = None
 
 
@@ -80,25 +81,31 @@ async def scoring_pass(
 async def proxy_pass(
     batch: PreparedBatch, strong: BatchOwner, labels: list[str], reference_of: Reference, seed: int
 ) -> FirstPass:
-    """Every row embedded (each distinct text once, before any strong request), the sample answered, the proxy
-    trained on half of it (``proxy.train_part``) and scoring every row; the other half calibrates."""
+    """Every row embedded (each distinct text once, before any strong request), the sample answered, and each row
+    scored by the model of its fold, trained on the other folds' sample rows (``proxy.folds_of``); the whole
+    sample calibrates, on confidences from models that never saw those rows."""
     import numpy as np
 
     texts = batch.inputs
     rows = [i for i in range(len(texts)) if i not in batch.errors]
     vectors = await embed_rows(strong, [texts[i] for i in rows])
     sample, reference = await reference_of(rows)
-    trained, calibrated = train_part(sorted(reference), seed)
-    started = time.perf_counter()
-    model = fit_proxy(
-        np.stack([vectors.by_text[texts[i]] for i in trained]) if trained else np.zeros((0, 0)),
-        [reference[i] for i in trained],
-        seed,
-    )
+    labelled = sorted(reference)
+    fold = folds_of(labelled, texts, rows, seed)
     name = f"proxy:{vectors.model}"
-    only = reference[trained[0]] if trained else labels[0]
-    matrix = np.stack([vectors.by_text[texts[i]] for i in rows]) if rows else np.zeros((0, 0))
-    scores = proxy_scores(model, labels, matrix, only, name)
+    started = time.perf_counter()
+    scored: dict[int, ScoredRow] = {}
+    for k in sorted(set(fold.values())):
+        trained = [i for i in labelled if fold[i] != k]
+        scoring = [i for i in rows if fold[i] == k]
+        model = fit_proxy(
+            np.stack([vectors.by_text[texts[i]] for i in trained]) if trained else None,
+            [reference[i] for i in trained],
+            seed,
+        )
+        only = reference[trained[0]] if trained else labels[0]
+        scores = proxy_scores(model, labels, np.stack([vectors.by_text[texts[i]] for i in scoring]), only, name)
+        scored.update({i: ScoredRow(row, 0.0, 0.0) for i, row in zip(scoring, scores, strict=True)})
     latency = (time.perf_counter() - started) * 1000 / max(len(rows), 1)
-    scored = {i: ScoredRow(row, 0.0, latency) for i, row in zip(rows, scores, strict=True)}
-    return FirstPass(name, scored, {}, sample, reference, calibrated, trained, vectors)
+    scored = {i: ScoredRow(scored[i].scores, 0.0, latency) for i in rows}
+    return FirstPass(name, scored, {}, sample, reference, labelled, labelled, vectors)

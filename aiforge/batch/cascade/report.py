@@ -39,7 +39,8 @@ class CascadeReport:
     then_cost_per_row: float
     """The mean cost of a row the strong model answered (its dry-run estimate when it answered none)."""
     trained_on: int = 0
-    """``first="proxy"``: the sample rows the proxy was trained on (answered by ``then``, never calibrated on)."""
+    """``first="proxy"``: the sample rows the proxy was trained on (cross-fitted: each row trains the models of the
+    other folds, and its confidence comes from its own fold's model, which never saw it)."""
     embedding_model: str | None = None
     """``first="proxy"``: the model that embedded the rows (None for a cheap model)."""
     embedding_requests: int = 0

@@ -5,8 +5,8 @@
    A row it fails on goes to the strong model.
 2. A seeded random sample of the scored rows is answered by the strong model (``then``), or read from the
    user's labels (``truth=``). ``threshold.choose_threshold`` picks the confidence threshold.
-   With ``first="proxy"`` the sample comes first: a classifier on the rows' embeddings is trained on half of it
-   and scores every row, and the threshold is chosen on the other half (``passes.proxy_pass``).
+   With ``first="proxy"`` the sample comes first: classifiers on the rows' embeddings are cross-fitted on it and
+   score every row with a model that never saw it, and the whole sample calibrates (``passes.proxy_pass``).
 3. Rows at or above it keep the cheap answer; the others go to the strong model. A sample row already has
    its strong answer and is never asked again (one the strong model failed on keeps the cheap answer when
    that is at or above the threshold, and stays failed otherwise, as any failed row of a batch).

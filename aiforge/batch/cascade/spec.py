@@ -36,9 +36,10 @@ class Cascade:
     ``CascadeReport``. It pays off when the batch is several times ``sample`` (a batch of ``sample`` rows or fewer
     is all answered by ``then``).
 
-    ``first="proxy"``: no cheap model is asked. Every row is embedded (``EMBEDDING_PROVIDER``), a logistic
-    regression (scikit-learn, in the ``[embeddings]`` extra) is trained on the reference labels of half the sample,
-    and its confidence threshold is chosen on the other half, which it never saw (``aiforge.batch.cascade.proxy``).
+    ``first="proxy"``: no cheap model is asked. Every row is embedded (``EMBEDDING_PROVIDER``) and logistic
+    regressions (scikit-learn, in the ``[embeddings]`` extra) are cross-fitted on the sample's reference labels:
+    each sample row's confidence comes from a model that never saw it, and every other row is scored by one of
+    those models drawn at random (``aiforge.batch.cascade.proxy``).
     """
 
     first: BatchOwner | Literal["local", "proxy"]
@@ -59,14 +60,11 @@ class Cascade:
         if not (self.first in (LOCAL, PROXY) or is_batch_owner(self.first)):
             raise UsageError(f'Cascade(first=...) takes an agent (a ChatAgent), "local" or "proxy", got {self.first!r}')
         needed = 2 * fewest_rows(self.target, self.confidence)  # what the first threshold tested keeps
-        proxy = self.first == PROXY  # half the sample trains the proxy, the other half calibrates it
-        if self.sample - (self.sample // 2 if proxy else 0) < needed:
-            least = 2 * needed - 1 if proxy else needed
-            half = ", half of it to train the proxy on" if proxy else ""
+        if self.sample < needed:
             raise UsageError(
                 f"Cascade(sample={self.sample}) can never keep a row at target={self.target:g}, "
-                f"confidence={self.confidence:g}: the first threshold tested needs {needed} sample rows{half} "
-                f"(sample >= {least}; the default is 200)"
+                f"confidence={self.confidence:g}: the first threshold tested needs {needed} sample rows "
+                f"(sample >= {needed}; the default is 200)"
             )
         if self.then is not None and not is_batch_owner(self.then):
             raise UsageError(f"Cascade(then=...) takes an agent (a ChatAgent) or None, got {self.then!r}")
