@@ -8,15 +8,17 @@ import random
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
 import pytest
 
 from aiforge import Cascade, ChatAgent, ConfigError
+from aiforge.core.pricing import lookup_price
 from aiforge.core.types import Message, UsageError
 from aiforge.providers.scripted import ScriptedProvider, structured
+from fakellm import LLMServer, RecordedRequest, Reply
 
 THEMES = {
     "billing": ["invoice", "charged", "refund", "payment", "card", "bill"],
@@ -142,7 +144,63 @@ def test_the_estimate_prices_the_proxy_pass_as_its_embeddings() -> None:
     assert strong.calls == [] and strong.embed_calls == []
 
 
-def test_without_scikit_learn_the_proxy_says_how_to_install_it_before_any_request(tmp_path: Path) -> None:
+@pytest.fixture
+def wire() -> Iterator[tuple[LLMServer, dict[str, str]]]:
+    """fakellm as OpenAI: the chat answers from the planted themes, the embeddings are its hashed vectors."""
+    df, answers = tickets(600)
+
+    def answer(request: RecordedRequest) -> Reply:
+        label = answers[request.messages[-1]["content"]]
+        return Reply(text=f'{{"value": "{label}"}}', usage={"input_tokens": 120, "output_tokens": 5})
+
+    with LLMServer(default=answer) as server:
+        yield server, answers
+
+
+def test_over_the_wire_the_rows_are_embedded_in_few_requests_priced_and_kept_rows_are_never_asked(
+    wire: tuple[LLMServer, dict[str, str]],
+) -> None:
+    srv, answers = wire
+    df = pd.DataFrame({"ticket": list(answers)})
+    strong = ChatAgent(
+        provider="openai",
+        MODEL="gpt-4o",
+        OPENAI_API_KEY="sk-test",
+        OPENAI_BASE_URL=srv.openai_base_url,
+        EMBEDDING_MODEL="text-embedding-3-small",
+    )
+    labels = df.aiforge.classify("{ticket}", labels=LABELS, agent=strong, cascade=Cascade(first="proxy"))
+    report = labels.attrs["aiforge"].cascade
+    paths = [request.path for request in srv.requests]
+    embedded = [request for request in srv.requests if request.path.endswith("/embeddings")]
+    assert paths.count("/v1/chat/completions") == report.by_then and report.by_first > 100
+    assert len(embedded) == report.embedding_requests and sum(len(r.body["input"]) for r in embedded) == 600
+    assert paths.index("/v1/embeddings") == 0  # the rows are embedded before the strong model is asked
+    price = lookup_price("text-embedding-3-small")
+    assert price is not None and report.embedding_cost > 0 and report.embedding_model == "text-embedding-3-small"
+    assert report.first_cost == pytest.approx(report.embedding_cost)
+    asked = {request.messages[-1]["content"] for request in srv.requests if request.path.endswith("/completions")}
+    kept = {df["ticket"].iloc[i] for i, by in enumerate(report.answered_by) if by == "first"}
+    assert not kept & asked
+
+
+def test_a_chat_provider_that_cannot_embed_is_refused_before_any_request(srv_anthropic: LLMServer) -> None:
+    claude = ChatAgent(
+        provider="anthropic", ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=srv_anthropic.anthropic_base_url
+    )
+    df, _ = tickets(300)
+    with pytest.raises(ConfigError, match=r'^Cascade\(first="proxy"\) embeds the rows, and the anthropic provider '):
+        df.aiforge.classify("{ticket}", labels=LABELS, agent=claude, cascade=Cascade(first="proxy"))
+    assert srv_anthropic.request_count == 0
+
+
+@pytest.fixture
+def srv_anthropic() -> Iterator[LLMServer]:
+    with LLMServer() as server:
+        yield server
+
+
+def test_without_scikit_learn_the_proxy_says_how_to_install_it_before_any_request() -> None:
     script = textwrap.dedent(
         """
         import sys
@@ -165,4 +223,3 @@ def test_without_scikit_learn_the_proxy_says_how_to_install_it_before_any_reques
         '0 0 Cascade(first="proxy") trains scikit-learn\'s LogisticRegression, which is not installed: '
         'pip install "aiforge-kit[embeddings]"'
     )
-    assert ConfigError.__name__ == "ConfigError"
