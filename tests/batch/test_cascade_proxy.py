@@ -16,7 +16,7 @@ import pytest
 
 from aiforge import Cascade, ChatAgent, ConfigError
 from aiforge.core.pricing import lookup_price
-from aiforge.core.types import Message, UsageError
+from aiforge.core.types import EmbeddingLimits, Message, UsageError
 from aiforge.providers.scripted import ScriptedProvider, structured
 from fakellm import LLMServer, RecordedRequest, Reply
 
@@ -51,11 +51,11 @@ def tickets(n: int, seed: int = 32) -> tuple[pd.DataFrame, dict[str, str]]:
     return pd.DataFrame(rows), strong
 
 
-def strong_provider(answers: dict[str, str]) -> ScriptedProvider:
+def strong_provider(answers: dict[str, str], **options: Any) -> ScriptedProvider:
     def reply(messages: list[Message]) -> Any:
         return structured(answers[messages[-1]["content"]])
 
-    return ScriptedProvider(default=reply, model="gpt-4o")
+    return ScriptedProvider(default=reply, model="gpt-4o", **options)
 
 
 def test_the_proxy_keeps_rows_that_meet_the_target_on_held_out_rows_and_never_asks_them() -> None:
@@ -113,13 +113,16 @@ def test_labels_the_proxy_cannot_learn_keep_nothing_as_no_row_is_scored_by_a_mod
     assert report.by_first == 0 and len(strong.calls) == 400 and "no threshold reached the target" in str(report)
 
 
-def test_repeated_texts_are_embedded_once_and_a_truth_column_trains_without_the_strong_model() -> None:
+def test_repeated_texts_are_embedded_once_within_the_limits_and_a_truth_column_trains_without_the_strong_model() -> (
+    None
+):
     df, answers = tickets(500)
     df = pd.concat([df, df.iloc[:100]], ignore_index=True)
-    strong = strong_provider(answers)
+    strong = strong_provider(answers, embedding_limits=EmbeddingLimits(max_inputs=128))
     cascade = Cascade(first="proxy", then=ChatAgent(provider=strong), truth="theme")
     batch = df.aiforge.classify("{ticket}", labels=LABELS, cascade=cascade).attrs["aiforge"]
-    assert sum(map(len, strong.embed_calls)) == 500
+    assert [len(texts) for texts in strong.embed_calls] == [128, 128, 128, 116]
+    assert batch.cascade.embedding_requests == 4
     assert batch.cascade.reference == "truth:theme" and batch.cascade.trained_on == 200
     assert len(strong.calls) == batch.cascade.by_then < 400
 

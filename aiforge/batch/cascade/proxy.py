@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aiforge.core.types import ConfigError, LabelScores, Usage, UsageError
+from aiforge.core.progress import progress_bar, progress_enabled
+from aiforge.core.types import ConfigError, EmbeddingLimits, LabelScores, Usage, UsageError
 from aiforge.providers.embedding_choice import check_embedding_settings, embedding_provider
 
 if TYPE_CHECKING:
@@ -100,27 +101,49 @@ async def embed_rows(owner: BatchOwner, texts: Sequence[str]) -> RowVectors:
         )
     model = provider.embedding_model(settings.EMBEDDING_MODEL)
     distinct = list(dict.fromkeys(texts))
-    step = max(1, provider.embedding_limits.max_inputs)
+    chunks = _chunks(distinct, provider.embedding_limits)
     by_text: dict[str, np.ndarray] = {}
     usage, cost, requests = Usage(), 0.0, 0
-    for start in range(0, len(distinct), step):
-        chunk = distinct[start : start + step]
-        result = await provider.embed(chunk, model)
-        requests += 1
-        raw = np.asarray(result.vectors, dtype=np.float32).reshape(len(chunk), -1)
-        norms = np.linalg.norm(raw, axis=1, keepdims=True)
-        rows = (raw / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-        by_text.update(zip(chunk, rows, strict=True))
-        usage = usage + result.usage
-        cost += owner.cost_tracker.record(
-            result.usage,
-            result.model or model,
-            provider=name,
-            kind="embedding",
-            price_overrides=settings.PRICES or None,
-            free=provider.free,
-        ).cost
+    shown = len(chunks) > 1 and progress_enabled(settings.PROGRESS_BAR)
+    bar = progress_bar(len(distinct), desc=f"cascade: embedding on {model}", unit="text") if shown else None
+    try:
+        for chunk in chunks:
+            result = await provider.embed(chunk, model)
+            requests += 1
+            raw = np.asarray(result.vectors, dtype=np.float32).reshape(len(chunk), -1)
+            norms = np.linalg.norm(raw, axis=1, keepdims=True)
+            rows = (raw / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+            by_text.update(zip(chunk, rows, strict=True))
+            usage = usage + result.usage
+            cost += owner.cost_tracker.record(
+                result.usage,
+                result.model or model,
+                provider=name,
+                kind="embedding",
+                price_overrides=settings.PRICES or None,
+                free=provider.free,
+            ).cost
+            if bar is not None:
+                bar.update(len(chunk))
+    finally:
+        if bar is not None:
+            bar.close()
     return RowVectors(by_text, model, requests, usage, cost)
+
+
+def _chunks(texts: list[str], limits: EmbeddingLimits) -> list[list[str]]:
+    """``texts`` cut into requests within the provider's limits: at most ``max_inputs`` texts, and ``max_tokens``
+    tokens counted high (UTF-8 bytes / 3, as ``run_embeddings`` counts them; a longer text goes alone)."""
+    chunks: list[list[str]] = []
+    tokens = 0
+    for text in texts:
+        size = -(-len(text.encode("utf-8", "surrogatepass")) // 3)
+        if not chunks or len(chunks[-1]) >= limits.max_inputs or tokens + size > limits.max_tokens:
+            chunks.append([])
+            tokens = 0
+        chunks[-1].append(text)
+        tokens += size
+    return chunks
 
 
 def fit_proxy(vectors: np.ndarray | None, labels: Sequence[str], seed: int) -> Any:
