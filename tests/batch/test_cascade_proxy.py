@@ -113,9 +113,7 @@ def test_labels_the_proxy_cannot_learn_keep_nothing_as_no_row_is_scored_by_a_mod
     assert report.by_first == 0 and len(strong.calls) == 400 and "no threshold reached the target" in str(report)
 
 
-def test_repeated_texts_are_embedded_once_within_the_limits_and_a_truth_column_trains_without_the_strong_model() -> (
-    None
-):
+def test_texts_are_embedded_once_within_limits_and_a_truth_column_trains_without_the_strong_model() -> None:
     df, answers = tickets(500)
     df = pd.concat([df, df.iloc[:100]], ignore_index=True)
     strong = strong_provider(answers, embedding_limits=EmbeddingLimits(max_inputs=128))
