@@ -8,7 +8,7 @@ list. Requests and tokens are the fake server's own counts (``fakellm`` counts t
   repeat most, as in real review exports), classified with ``df.aiforge.classify``. The naive run is the same
   rows split into batches that hold no repeat (each row asked once at full price), measured the same way; the
   row passes when ``BatchResult.saved`` equals naive minus paid, in requests, tokens and dollars.
-- cascade: ``bench/cost_cascade.py``.
+- cascade: ``bench/cost_cascade.py``; the proxy cascade (``Cascade(first="proxy")``): ``bench/cost_proxy_cascade.py``.
 - provider prompt caches: ``bench/cost_prompt_cache.py``.
 - row packing: ``bench/cost_packing.py``.
 - the embedded model's label scoring against constrained generation: ``bench/cost_label_scoring.py``.
@@ -26,6 +26,7 @@ from bench.cost_label_scoring import classify_default_and_calibrated, label_scor
 from bench.cost_packing import packing_accuracy_embedded, packing_input_tokens
 from bench.cost_plans import plans_table
 from bench.cost_prompt_cache import prompt_cache_savings
+from bench.cost_proxy_cascade import proxy_cascade_rows
 from bench.cost_reviews import LABELS, PROMPT, REVIEWS, reviews
 
 GROUP = "cost"
@@ -99,7 +100,7 @@ def dedup_on_a_repeated_column(quick: bool) -> list[Row]:
 
 MEASURES: list[Callable[[bool], list[Row]]] = [
     dedup_on_a_repeated_column, cascade_rows, prompt_cache_savings, packing_input_tokens, packing_accuracy_embedded,
-    label_scoring_vs_generation, classify_default_and_calibrated, plans_table,
+    label_scoring_vs_generation, classify_default_and_calibrated, plans_table, proxy_cascade_rows,
 ]
 """The group's rows, one small function each (``quick -> rows``)."""
 

@@ -297,7 +297,7 @@ def test_a_cascade_needs_a_label_output(strong: ScriptedProvider, output: Any) -
         ({"confidence": 1.5}, "confidence"),
         ({"confidence": True}, "confidence"),
         ({"sample": 5}, r"sample=\.\.\.\) must be an integer >= 10"),
-        ({"first": "gpt-4o-mini"}, r'first=\.\.\.\) takes an agent \(a ChatAgent\) or "local"'),
+        ({"first": "gpt-4o-mini"}, r'first=\.\.\.\) takes an agent \(a ChatAgent\), "local" or "proxy"'),
         ({"then": "gpt-4o"}, r"then=\.\.\.\) takes an agent"),
     ],
 )

@@ -38,6 +38,20 @@ class CascadeReport:
     """USD spent by the strong model (calibration sample included)."""
     then_cost_per_row: float
     """The mean cost of a row the strong model answered (its dry-run estimate when it answered none)."""
+    trained_on: int = 0
+    """``first="proxy"``: the sample rows the proxy was trained on (cross-fitted: each row trains the models of the
+    other folds, and its confidence comes from its own fold's model, which never saw it)."""
+    embedding_model: str | None = None
+    """``first="proxy"``: the model that embedded the rows (None for a cheap model)."""
+    embedding_requests: int = 0
+    """``first="proxy"``: embeddings requests sent (each distinct text once)."""
+    embedding_cost: float = 0.0
+    """``first="proxy"``: USD the embeddings cost (part of ``first_cost``; 0.0 in process)."""
+
+    @property
+    def kept_share(self) -> float:
+        """The share of the rows the first pass answered (``by_first`` over all rows; nan for none)."""
+        return self.by_first / len(self.answered_by) if self.answered_by else math.nan
 
     @property
     def by_first(self) -> int:

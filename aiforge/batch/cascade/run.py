@@ -5,6 +5,8 @@
    A row it fails on goes to the strong model.
 2. A seeded random sample of the scored rows is answered by the strong model (``then``), or read from the
    user's labels (``truth=``). ``threshold.choose_threshold`` picks the confidence threshold.
+   With ``first="proxy"`` the sample comes first: classifiers on the rows' embeddings are cross-fitted on it and
+   score every row with a model that never saw it, and the whole sample calibrates (``passes.proxy_pass``).
 3. Rows at or above it keep the cheap answer; the others go to the strong model. A sample row already has
    its strong answer and is never asked again (one the strong model failed on keeps the cheap answer when
    that is at or above the threshold, and stays failed otherwise, as any failed row of a batch).
@@ -22,17 +24,17 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from aiforge.batch.cascade.passes import proxy_pass, scoring_pass
+from aiforge.batch.cascade.proxy import check_proxy_output, logistic_regression
 from aiforge.batch.cascade.report import CascadeReport
-from aiforge.batch.cascade.scoring import CheapAnswer, ScoredRow, scorer_of
-from aiforge.batch.cascade.spec import Cascade
+from aiforge.batch.cascade.scoring import CheapAnswer
+from aiforge.batch.cascade.spec import PROXY, Cascade
 from aiforge.batch.cascade.threshold import choose_threshold
 from aiforge.batch.identity import pricer_of
 from aiforge.batch.live import answer_texts
 from aiforge.batch.output_labels import label_of, label_values
 from aiforge.batch.prepare import Answered
-from aiforge.batch.runner import BatchRun
 from aiforge.batch.savings import CASCADE, Savings
-from aiforge.core.progress import progress_bar, progress_enabled
 from aiforge.core.types import UsageError
 
 if TYPE_CHECKING:
@@ -61,31 +63,18 @@ async def answer_cascade(batch: PreparedBatch) -> Answered:
     options, spec, texts = batch.options, batch.spec, batch.inputs
     cascade = options.cascade
     assert isinstance(cascade, Cascade)
+    proxy = cascade.first == PROXY
+    if proxy:  # said before any request
+        check_proxy_output(spec)
+        logistic_regression()
     values = label_values(spec)  # a UsageError for an output that is no label
     assert spec is not None
     strong = batch.owner if cascade.then is None else cascade.then
-    scorer = scorer_of(cascade.first, strong, spec)
     truth = truth_labels(batch.items, cascade.truth, values)
     started = time.perf_counter()
     leads = batch.leads
     lead_of = {twin: lead for lead, twins in batch.duplicates.twins.items() for twin in twins}
-    shown = progress_enabled(strong.settings.PROGRESS_BAR) and len(leads) > 0
-    bar = progress_bar(len(leads), desc=f"cascade: scoring on {scorer.params.model}") if shown else None
-    scored: dict[int, ScoredRow] = {}
-    not_scored: dict[int, BaseException] = dict(batch.errors)
     labels = list(values)
-    run = BatchRun(
-        texts, lambda text: scorer.score(text, labels), scored, not_scored, progress=bar,
-        twins=batch.duplicates.twins, served_again=ScoredRow.served_again,
-    )
-    try:
-        await run.run(options.concurrency)
-    finally:
-        if bar is not None:
-            bar.close()
-    score_errors = {i: error for i, error in not_scored.items() if i not in batch.errors}
-    if score_errors and not scored:
-        raise next(iter(score_errors.values()))  # not one row scored: a setup problem, not a row's
     done: dict[int, Any] = {}
     failed: dict[int, BaseException] = {}
 
@@ -97,22 +86,28 @@ async def answer_cascade(batch: PreparedBatch) -> Answered:
         done.update({positions[i]: result for i, result in answers.items()})
         failed.update({positions[i]: error for i, error in errors.items()})
 
-    # The sample is of rows, as the guarantee is: a text repeated on many rows weighs as many rows.
-    eligible = [i for i in sorted(scored) if truth is None or truth[i] is not None]
-    sample = sorted(random.Random(cascade.seed).sample(eligible, min(cascade.sample, len(eligible))))
-    reference: dict[int, str] = {}
-    if truth is None:
+    async def reference_of(rows: list[int]) -> tuple[list[int], dict[int, str]]:
+        """A seeded random sample of ``rows`` and its reference labels (the strong model's, or the user's)."""
+        # The sample is of rows, as the guarantee is: a text repeated on many rows weighs as many rows.
+        eligible = [i for i in rows if truth is None or truth[i] is not None]
+        sample = sorted(random.Random(cascade.seed).sample(eligible, min(cascade.sample, len(eligible))))
+        if truth is not None:
+            return sample, {i: label for i in sample if (label := truth[i]) is not None}
         await ask_strong(sorted({lead_of.get(i, i) for i in sample}))  # each sampled text once, by its first row
         for i, lead in lead_of.items():  # every row of a sampled text takes its strong answer
             if lead in done and batch.served_again is not None:
                 done[i] = batch.served_again(done[lead])
-        reference = {i: label_of(done[i].output) for i in sample if i in done}
+        return sample, {i: label_of(done[i].output) for i in sample if i in done}
+
+    if proxy:
+        first = await proxy_pass(batch, strong, labels, reference_of, cascade.seed)
     else:
-        reference = {i: label for i in sample if (label := truth[i]) is not None}
-    calibrated = sorted(reference)
+        first = await scoring_pass(batch, strong, spec, labels, reference_of)
+    scored, score_errors = first.scored, first.score_errors
+    calibrated = first.calibrated
     chosen = choose_threshold(
         [scored[i].scores.confidence for i in calibrated],
-        [scored[i].scores.answer == reference[i] for i in calibrated],
+        [scored[i].scores.answer == first.reference[i] for i in calibrated],
         target=cascade.target,
         confidence=cascade.confidence,
     )
@@ -128,18 +123,25 @@ async def answer_cascade(batch: PreparedBatch) -> Answered:
         elif i in kept:
             row, lead = scored[i], i in leads
             batch.done[i] = CheapAnswer(
-                values[row.scores.answer], row.scores.answer, row.scores.model, row.cost,
-                row.scores.usage.input_tokens * lead, row.scores.usage.output_tokens * lead, row.latency_ms,
-                row.scores.confidence, columns,
+                values[row.scores.answer],
+                row.scores.answer,
+                row.scores.model,
+                row.cost,
+                row.scores.usage.input_tokens * lead,
+                row.scores.usage.output_tokens * lead,
+                row.latency_ms,
+                row.scores.confidence,
+                columns,
             )
             answered_by[i] = "first"
         elif i not in batch.errors:
             batch.errors[i] = failed.get(i) or score_errors[i]
+    vectors = first.vectors
     report = CascadeReport(
-        first_model=scorer.params.model,
+        first_model=first.model,
         then_model=strong.model,
         answered_by=tuple(answered_by),
-        sampled=tuple(sample),
+        sampled=tuple(first.sample),
         calibrated_on=len(calibrated),
         reference="then" if cascade.truth is None else f"truth:{cascade.truth}",
         threshold=chosen.threshold,
@@ -147,11 +149,17 @@ async def answer_cascade(batch: PreparedBatch) -> Answered:
         lower_bound=chosen.lower_bound,
         target=cascade.target,
         confidence=cascade.confidence,
-        first_cost=sum(row.cost for row in scored.values()),
-        first_tokens=sum(scored[i].scores.usage.input_tokens + scored[i].scores.usage.output_tokens for i in leads
-                         if i in scored),
+        first_cost=sum(row.cost for row in scored.values()) + (vectors.cost if vectors else 0.0),
+        first_tokens=sum(
+            scored[i].scores.usage.input_tokens + scored[i].scores.usage.output_tokens for i in leads if i in scored
+        )
+        + (vectors.usage.total_tokens if vectors else 0),
         then_cost=sum(r.cost for r in done.values()),
         then_cost_per_row=_cost_per_row(strong, spec, list(done.values()), [texts[i] for i in kept]),
+        trained_on=len(first.trained),
+        embedding_model=vectors.model if vectors else None,
+        embedding_requests=vectors.requests if vectors else 0,
+        embedding_cost=vectors.cost if vectors else 0.0,
     )
     # The strong model's requests for the rows the cheap one kept; a cascade that cost more saves no dollars.
     saved = Savings.of(CASCADE, requests=report.by_first, dollars=max(report.saved, 0.0))

@@ -8,10 +8,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aiforge.batch.cascade.spec import LOCAL
+from aiforge.batch.cascade.spec import LOCAL, PROXY
 from aiforge.batch.estimate import ItemPricer, item_pricer
 from aiforge.core.types import CallParams, LabelScores, Message, UsageError
 from aiforge.providers import builtin_class, create_provider, label_scoring_providers
+from aiforge.providers.embedding_choice import embedding_provider_name
+from aiforge.providers.sentence_vectors import SENTENCE_TRANSFORMERS
 
 if TYPE_CHECKING:
     from aiforge.batch.owner import BatchOwner
@@ -53,8 +55,13 @@ class CheapAnswer:
 
     def to_row(self) -> dict[str, Any]:
         known = {
-            "message": self.message, "model": self.model, "cost": self.cost, "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens, "latency_ms": self.latency_ms, "error": None,
+            "message": self.message,
+            "model": self.model,
+            "cost": self.cost,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "latency_ms": self.latency_ms,
+            "error": None,
             "confidence": self.confidence,
         }
         return {name: known.get(name, value) for name, value in self.columns.items()}
@@ -71,9 +78,7 @@ class Scorer:
 
     async def score(self, text: str, labels: Sequence[str]) -> ScoredRow:
         """The labels' scores for one row, its cost and latency."""
-        messages: list[Message] = [
-            {"role": "system", "content": self.system_prompt}, {"role": "user", "content": text}
-        ]
+        messages: list[Message] = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": text}]
         started = time.perf_counter()
         scores = await self.provider.score_labels(messages, labels, self.params)
         return ScoredRow(scores, self.price(scores), (time.perf_counter() - started) * 1000)
@@ -98,8 +103,12 @@ def scorer_of(first: BatchOwner | str, strong: BatchOwner, spec: OutputSpec) -> 
 
         def price(scores: LabelScores) -> float:
             return agent.cost_tracker.record(
-                scores.usage, scores.model or agent.model, provider=agent.provider_name, kind="score_labels",
-                price_overrides=agent.settings.PRICES or None, free=provider.free,
+                scores.usage,
+                scores.model or agent.model,
+                provider=agent.provider_name,
+                kind="score_labels",
+                price_overrides=agent.settings.PRICES or None,
+                free=provider.free,
             ).cost
 
     if not provider.scores_labels:
@@ -116,15 +125,33 @@ def _cannot_score(name: str) -> UsageError:
 
 
 def first_pass_pricer(first: BatchOwner | str, strong: BatchOwner) -> ItemPricer:
-    """What scoring one row costs ``first`` (an agent, or ``"local"``, which is free), counted before any request."""
+    """What scoring one row costs ``first`` (an agent, ``"local"``, which is free, or ``"proxy"``: embedding it),
+    counted before any request."""
     if first == LOCAL:
         model, system_prompt, settings = LOCAL, strong.request_context.system_prompt, strong.settings
         free = builtin_class(LOCAL).free  # read from the class: nothing loads
+    elif first == PROXY:  # each row embedded once by the strong agent's embedding provider
+        settings, system_prompt = strong.settings, ""
+        name = embedding_provider_name(settings, strong.provider_name)
+        free, model = name == SENTENCE_TRANSFORMERS, settings.EMBEDDING_MODEL or name
+        if not free:
+            try:
+                embedder = builtin_class(name)
+            except KeyError:  # a registered provider: priced by EMBEDDING_MODEL, if that has a price
+                pass
+            else:
+                free = embedder.free
+                default: str | None = getattr(embedder, "default_embedding_model", None)
+                model = settings.EMBEDDING_MODEL or default or name
     else:
         assert not isinstance(first, str)
         model, system_prompt, settings = first.model, first.request_context.system_prompt, first.settings
         free = first.provider.free
     return item_pricer(
-        model=model, system_prompt=system_prompt, extras=[], max_tokens=SCORING_OUTPUT_TOKENS, free=free,
+        model=model,
+        system_prompt=system_prompt,
+        extras=[],
+        max_tokens=SCORING_OUTPUT_TOKENS,
+        free=free,
         prices=settings.PRICES,
     )

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 LOCAL = "local"
 """``Cascade(first="local")``: the embedded model, asked with the strong agent's system prompt."""
+PROXY = "proxy"
+"""``Cascade(first="proxy")``: a classifier on the rows' embeddings, trained on the strong model's labels."""
 
 
 @dataclass(frozen=True)
@@ -33,9 +35,14 @@ class Cascade:
     testing: ``aiforge.batch.cascade.threshold``); every other row goes to ``then``. The result's ``cascade`` is the
     ``CascadeReport``. It pays off when the batch is several times ``sample`` (a batch of ``sample`` rows or fewer
     is all answered by ``then``).
+
+    ``first="proxy"``: no cheap model is asked. Every row is embedded (``EMBEDDING_PROVIDER``) and logistic
+    regressions (scikit-learn, in the ``[embeddings]`` extra) are cross-fitted on the sample's reference labels:
+    each sample row's confidence comes from a model that never saw it, and every other row is scored by one of
+    those models drawn at random (``aiforge.batch.cascade.proxy``).
     """
 
-    first: BatchOwner | Literal["local"]
+    first: BatchOwner | Literal["local", "proxy"]
     then: BatchOwner | None = None
     target: float = 0.9
     confidence: float = 0.95
@@ -50,6 +57,8 @@ class Cascade:
                 raise UsageError(f"Cascade({name}=...) must be a number strictly between 0 and 1, got {value!r}")
         if isinstance(self.sample, bool) or not isinstance(self.sample, int) or self.sample < 10:
             raise UsageError(f"Cascade(sample=...) must be an integer >= 10 (rows to calibrate), got {self.sample!r}")
+        if not (self.first in (LOCAL, PROXY) or is_batch_owner(self.first)):
+            raise UsageError(f'Cascade(first=...) takes an agent (a ChatAgent), "local" or "proxy", got {self.first!r}')
         needed = 2 * fewest_rows(self.target, self.confidence)  # what the first threshold tested keeps
         if self.sample < needed:
             raise UsageError(
@@ -57,10 +66,7 @@ class Cascade:
                 f"confidence={self.confidence:g}: the first threshold tested needs {needed} sample rows "
                 f"(sample >= {needed}; the default is 200)"
             )
-        if not (self.first == LOCAL or is_batch_owner(self.first)):
-            raise UsageError(f'Cascade(first=...) takes an agent (a ChatAgent) or "local", got {self.first!r}')
         if self.then is not None and not is_batch_owner(self.then):
             raise UsageError(f"Cascade(then=...) takes an agent (a ChatAgent) or None, got {self.then!r}")
         if self.truth is not None and not isinstance(self.truth, str):
             raise UsageError(f"Cascade(truth=...) names the DataFrame column of your labels, got {self.truth!r}")
-
