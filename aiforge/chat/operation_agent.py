@@ -20,8 +20,10 @@ if TYPE_CHECKING:
     from aiforge.chat.agent import ChatAgent
 
 
-def operation_agent(agent: ChatAgent | None, settings: dict[str, Any]) -> ChatAgent:
-    """``agent``, or a ``ChatAgent(memory="none", **settings)`` when it is None; settings with an agent fail.
+def operation_agent(agent: ChatAgent | None, settings: dict[str, Any], cascade: Any = None) -> ChatAgent:
+    """``agent``, or a ``ChatAgent(memory="none", **settings)`` when it is None; settings with an agent fail. With
+    ``cascade=`` (an ``aiforge.Cascade``) and neither an agent nor settings, the cascade's strong agent (``then``)
+    runs the batch: none is built only to be passed over.
 
     >>> operation_agent(None, {"provider": "scripted"}).memory_mode
     'none'
@@ -30,6 +32,9 @@ def operation_agent(agent: ChatAgent | None, settings: dict[str, Any]) -> ChatAg
 
     # A name that is neither a setting nor the agent's parameter: one line, with the option or setting meant.
     check_overrides(settings, inspect.signature(ChatAgent.__init__).parameters, options=OPERATION_OPTIONS)
+    strong = getattr(cascade, "then", None)
+    if agent is None and not settings and isinstance(strong, ChatAgent):
+        return strong
     if agent is None:
         return ChatAgent(memory="none", **settings)
     if settings:

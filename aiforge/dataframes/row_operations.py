@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from aiforge.batch.cascade import Cascade
 from aiforge.batch.options import DEFAULT_CONCURRENCY, ROW_OPTIONS, BatchOptions, batch_options, with_options
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.columns import OUTPUT_COLUMN
@@ -146,9 +145,7 @@ def _batch(
     # run_batch's own options (OPERATION_OPTIONS: checkpoint=, restart=, max_cost=, cache=, ...) pass through; the
     # rest are settings.
     options = batch_options(settings)
-    if agent is None and not settings:
-        agent = _cascade_agent(options.get("cascade"))
-    agent = operation_agent(agent, settings)
+    agent = operation_agent(agent, settings, options.get("cascade"))
     # A DataFrame operation covers the whole frame: run_batch's max_batch guards lists built by hand. Straight into
     # the pipeline (what agent.run_batch does), so output= goes down from here and never back through the agent.
     from aiforge.batch.orchestrator import run_items_sync  # loads the pipeline on first use
@@ -158,10 +155,3 @@ def _batch(
     result: BatchResult = run_items_sync(agent, items, batch)
     return result
 
-
-def _cascade_agent(cascade: Any) -> ChatAgent | None:
-    """A cascade's strong agent, which runs the batch when none is given: none is built only to be passed over."""
-    from aiforge.chat.agent import ChatAgent
-
-    then = cascade.then if isinstance(cascade, Cascade) else None
-    return then if isinstance(then, ChatAgent) else None

@@ -22,7 +22,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from aiforge.batch.cascade import Cascade
 from aiforge.batch.identity import check_budget_enforceable
 from aiforge.batch.options import DEFAULT_CONCURRENCY, OPERATION_OPTIONS, ROW_OPTIONS, batch_options, with_options
 from aiforge.batch.resume import CheckpointPart, checkpoint_file
@@ -164,9 +163,7 @@ def _grid_agents(agents: Any, settings: dict[str, Any], cascade: Any) -> Any:
     from aiforge.chat.agent import ChatAgent
 
     if agents is None:
-        strong = cascade.then if isinstance(cascade, Cascade) else None
-        # A cascade's strong agent runs the batch when there are no settings: none is built only to be passed over.
-        agent = strong if isinstance(strong, ChatAgent) and not settings else operation_agent(None, settings)
+        agent = operation_agent(None, settings, cascade)
         return {agent.model: agent}
     if settings:
         parameters = inspect.signature(ChatAgent.__init__).parameters
