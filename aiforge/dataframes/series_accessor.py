@@ -41,10 +41,12 @@ class SeriesOperations(RowOperations, ColumnOperations):
 
     def dedup(
         self,
-        threshold: float | None = None,
+        threshold: float | str | None = None,
         *,
-        confirm: bool | tuple[float, float] = False,
+        confirm: bool | tuple[float, float] | None = None,
         prompt: str | None = None,
+        target_recall: float = 0.95,
+        sample: int = 100,
         agent: ChatAgent | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
@@ -54,7 +56,8 @@ class SeriesOperations(RowOperations, ColumnOperations):
 
             ids = df["ticket"].aiforge.dedup(0.9)
         """
-        return self._dedup(self._data, threshold, confirm, prompt, agent, concurrency, settings)
+        data = self._data
+        return self._dedup(data, threshold, confirm, prompt, agent, concurrency, settings, target_recall, sample)
 
     def cluster(self, n_clusters: int, *, seed: int = 0, agent: ChatAgent | None = None, **settings: Any) -> pd.Series:
         """Each value's topic cluster; see ``df.aiforge.cluster``.
