@@ -95,9 +95,9 @@ class DedupReport(SharedOnDeepcopy):
     """The ``run_batch`` over the asked pairs, with each pair's answer, cost and failures."""
     pairs: list[tuple[int, int]] = field(default_factory=list, repr=False)
     """The asked pairs as positions of rows (each pair's first rows), in the order of ``confirmation``."""
-    threshold: float = 0.0
+    threshold: float = field(default=0.0, repr=False)
     """The threshold the blocking used (the band's ``accept`` without confirmation, its ``ask`` with)."""
-    how: str = "user"
+    how: str = field(default="user", repr=False)
     """How it was chosen: ``"user"`` (given), ``"table"`` (the embedding model's), ``"auto"`` (from a sample)."""
     auto: AutoEstimate | None = field(default=None, repr=False)
     """``threshold="auto"``: the sample, its answers, the estimated precision and recall with their intervals."""
