@@ -12,10 +12,14 @@
    duplicates; the threshold is the largest t (a labelled duplicate's similarity) reaching ``target_recall``.
 4. Bound: pairs at or above the bound are accepted without asking, those in ``[threshold, bound)`` are confirmed by
    the model as ``confirm=`` does. The bound is just above the most similar labelled non-duplicate (the
-   threshold itself when no labelled pair at or above it is a non-duplicate): above it the sample saw precision 1.
+   threshold itself when no labelled pair at or above it is a non-duplicate), where the sample saw precision 1,
+   when at least ``SURE`` answered duplicates lie above it; else 1.0: every pair from the threshold up is asked.
 5. Estimates: precision (of the pairs kept: accepted ones, and confirmed ones taking the model's answer as right)
-   and recall at the threshold, with 95 % intervals from a stratified bootstrap (``RESAMPLES`` resamples of each
-   bin's answered pairs, the 2.5th and 97.5th percentiles).
+   and recall at the threshold (weighted counts), with 95 % intervals (2.5th and 97.5th percentiles) simulated
+   ``RESAMPLES`` times: a bin's answered pairs count as answered, and its unanswered ones are drawn from Jeffreys
+   posteriors: the share of duplicates ``Beta(k + 1/2, n - k + 1/2)`` (k duplicates of n answered), and in the
+   bin holding the threshold (or the bound) the share of its duplicates (non-duplicates) above it likewise. A bin
+   whose few answers held no duplicate may still hold some: a thin sample gives a wide interval, a census a point.
 
 No labelled duplicate at all: the threshold is 1.0 (only identical vectors merge) and no estimate is given.
 """
@@ -42,8 +46,10 @@ NEIGHBOURS = 10
 """Nearest texts per text among the candidates."""
 BINS = 12
 """Similarity bins of ``[FLOOR, 1]`` the sample is spread over."""
-RESAMPLES = 1000
-"""Bootstrap resamples of the intervals."""
+RESAMPLES = 2000
+"""Draws of the intervals' simulation."""
+SURE = 20
+"""Answered duplicates, and no non-duplicate, at or above the bound for pairs there to be accepted unasked."""
 TILE_FLOATS = 4 * 1024 * 1024
 """Similarities computed at once (16 MiB of float32)."""
 SEED = 0
@@ -162,7 +168,11 @@ def sample_band(unit: np.ndarray, target_recall: float, sample: int, label: Pair
     reached = np.cumsum(weight[labels][order]) >= target_recall * weight[labels].sum() - 1e-9
     estimate.threshold = math.floor(float(sims[labels][order][int(np.argmax(reached))]) * 1e6) / 1e6
     wrong = sims[~labels & (sims >= estimate.threshold)]
-    estimate.bound = min(1.0, math.floor(float(wrong.max()) * 1e6 + 1) / 1e6) if len(wrong) else estimate.threshold
+    top = float(wrong.max()) if len(wrong) else -1.0
+    if int((labels & (sims > top)).sum()) < SURE:  # too few answers to call any range sure: confirm all above
+        estimate.bound = 1.0
+    else:
+        estimate.bound = min(1.0, math.floor(top * 1e6 + 1) / 1e6) if len(wrong) else estimate.threshold
     point = _scores(sims, labels, weight, estimate.threshold, estimate.bound)
     estimate.recall, estimate.precision = point
     estimate.recall_interval, estimate.precision_interval = _intervals(
@@ -184,25 +194,35 @@ def _scores(
 def _intervals(
     sims: np.ndarray, labels: np.ndarray, where: np.ndarray, held: np.ndarray, threshold: float, bound: float
 ) -> tuple[tuple[float, float], tuple[float, float]]:
-    """95 % stratified-bootstrap intervals of recall and precision (module note)."""
+    """95 % intervals of recall and precision, simulated from each bin's Jeffreys posteriors (module note)."""
     import numpy as np
 
     rng = np.random.default_rng(SEED)
-    found = np.zeros(RESAMPLES)
-    wrong = np.zeros(RESAMPLES)
-    total = np.zeros(RESAMPLES)
-    for b in np.unique(where):
-        mine = np.flatnonzero(where == b)
-        drawn = mine[rng.integers(0, len(mine), (RESAMPLES, len(mine)))]
-        weight = held[b] / len(mine)
-        same, close = labels[drawn], sims[drawn]
-        found += weight * (same & (close >= threshold)).sum(axis=1)
-        wrong += weight * (~same & (close >= bound)).sum(axis=1)
-        total += weight * same.sum(axis=1)
+    width = (1.0 - FLOOR) / BINS
+    found, wrong, total = np.zeros(RESAMPLES), np.zeros(RESAMPLES), np.zeros(RESAMPLES)
+    for b in np.flatnonzero(held):  # the answered pairs count as they are; the bin's others are drawn
+        low, high = FLOOR + b * width, FLOOR + (b + 1) * width if b < BINS - 1 else math.inf
+        same, close = labels[where == b], sims[where == b]
+        unanswered = held[b] - len(same)
+        duplicates = unanswered * rng.beta(same.sum() + 0.5, (~same).sum() + 0.5, RESAMPLES)
+        kept = _share(rng, close[same] >= threshold, low, high, threshold)
+        unkept = _share(rng, close[~same] >= bound, low, high, bound)
+        found += (same & (close >= threshold)).sum() + duplicates * kept
+        wrong += (~same & (close >= bound)).sum() + (unanswered - duplicates) * unkept
+        total += same.sum() + duplicates
     with np.errstate(invalid="ignore", divide="ignore"):
-        recall = np.where(total > 0, found / total, np.nan)
         precision = np.where(found + wrong > 0, found / (found + wrong), 1.0)
-    return _percentiles(recall), _percentiles(precision)
+    return _percentiles(found / total), _percentiles(precision)
+
+
+def _share(rng: np.random.Generator, above: np.ndarray, low: float, high: float, cut: float) -> np.ndarray | float:
+    """The share of a bin's pairs (of one kind) at or above ``cut``: 1 or 0 for a bin wholly on one side, else
+    drawn from the Jeffreys posterior of the answered pairs' share."""
+    if low >= cut:
+        return 1.0
+    if high <= cut:
+        return 0.0
+    return rng.beta(above.sum() + 0.5, (~above).sum() + 0.5, RESAMPLES)
 
 
 def _percentiles(values: Sequence[float] | np.ndarray) -> tuple[float, float]:

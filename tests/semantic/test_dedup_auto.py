@@ -176,3 +176,14 @@ def test_which_threshold_each_call_takes() -> None:
     )
     assert (how(0.8, None), how(0.8, True), how(None, (0.7, 0.8))) == ("user", "user", "user")
     assert dedup_request(None, True, None, 10, {}, target_recall=0.8, sample=50).auto.target_recall == 0.8
+
+
+def test_a_thin_sample_asks_every_pair_above_the_threshold_and_says_how_unsure_it_is() -> None:
+    ids = pd.Series(TEXTS).aiforge.dedup("auto", sample=12, agent=planted_agent())
+    report = ids.attrs["aiforge"]
+    auto = report.auto
+    assert auto.positives < 20 and auto.bound == 1.0  # too few answers to accept any range unasked
+    found, wrong = found_pairs(ids)
+    assert wrong == 0 and auto.recall_interval[0] <= found / 60 <= auto.recall_interval[1]
+    assert auto.recall_interval[1] - auto.recall_interval[0] > 0.2  # 12 answers for 100 pairs: a wide interval
+    assert report.confirmation_requests == report.asked > 0
