@@ -171,9 +171,8 @@ def test_which_threshold_each_call_takes() -> None:
     def how(threshold: Any, confirm: Any) -> str:
         return dedup_request(threshold, confirm, None, 10, {}).how
 
-    assert (how(None, None), how(None, False), how(None, True), how("auto", None), how("auto", True)) == (
-        "table", "table", "auto", "auto", "auto",
-    )
+    defaults = (how(None, None), how(None, False), how(None, True), how("auto", None), how("auto", True))
+    assert defaults == ("table", "table", "auto", "auto", "auto")
     assert (how(0.8, None), how(0.8, True), how(None, (0.7, 0.8))) == ("user", "user", "user")
     assert dedup_request(None, True, None, 10, {}, target_recall=0.8, sample=50).auto.target_recall == 0.8
 
