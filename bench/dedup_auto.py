@@ -107,8 +107,9 @@ def _set_rows(label: str, texts: list[str], numbers: list[int], local: bool) -> 
                     note=f"threshold {report.threshold:.3f}, bound {auto.bound:.3f} (pairs in between confirmed); "
                     f"{auto.candidates} candidate pairs, {auto.sample} sampled, {auto.positives} said duplicates, "
                     f"{len(report.failed)} failed; estimated recall {_estimate(auto.recall, auto.recall_interval)}, "
-                    f"precision {_estimate(auto.precision, auto.precision_interval)} (of candidate pairs, 95 % "
-                    f"stratified bootstrap); {report.sampling_requests} requests for the sample, "
+                    f"precision {_estimate(auto.precision, auto.precision_interval)} (of candidate pairs: median and 95 % "
+                    f"interval of the simulation; weighted recall {auto.weighted_recall:.2f}); "
+                    f"{report.sampling_requests} requests for the sample, "
                     f"{report.confirmation_requests} to confirm ({auto.reused} band pairs answered by the sample); "
                     f"{seconds:.1f} s",
                 )

@@ -8,18 +8,20 @@
    a cache answers a second run). Each is one ``bool`` row of a ``run_batch`` over the pair prompt (cached,
    checkpointable, budgeted); a failed row is left out of the estimates and counted.
 3. Threshold: a labelled pair stands for ``N_b / n_b`` candidates of its bin (``N_b`` candidates, ``n_b`` answered).
-   The estimated recall of threshold t is the weight of duplicates at or above t over the weight of all labelled
+   The weighted recall of threshold t is the weight of duplicates at or above t over the weight of all labelled
    duplicates; the threshold is the largest t (a labelled duplicate's similarity) reaching ``target_recall``.
 4. Bound: pairs at or above the bound are accepted without asking, those in ``[threshold, bound)`` are confirmed by
    the model as ``confirm=`` does. The bound is just above the most similar labelled non-duplicate (the
    threshold itself when no labelled pair at or above it is a non-duplicate), where the sample saw precision 1,
    when at least ``SURE`` answered duplicates lie above it; else 1.0: every pair from the threshold up is asked.
 5. Estimates: precision (of the pairs kept: accepted ones, and confirmed ones taking the model's answer as right)
-   and recall at the threshold (weighted counts), with 95 % intervals (2.5th and 97.5th percentiles) simulated
-   ``RESAMPLES`` times: a bin's answered pairs count as answered, and its unanswered ones are drawn from Jeffreys
+   and recall at the threshold, each the median with a 95 % interval (2.5th and 97.5th percentiles) of
+   ``RESAMPLES`` simulations: a bin's answered pairs count as answered, and its unanswered ones are drawn from Jeffreys
    posteriors: the share of duplicates ``Beta(k + 1/2, n - k + 1/2)`` (k duplicates of n answered), and in the
    bin holding the threshold (or the bound) the share of its duplicates (non-duplicates) above it likewise. A bin
-   whose few answers held no duplicate may still hold some: a thin sample gives a wide interval, a census a point.
+   whose few answers held no duplicate may still hold some: a thin sample gives a wide interval, a census a point,
+   and a median recall below ``target_recall`` (the weighted one reached it) says the sample was too thin for the
+   target: more ``sample=`` pairs narrow it.
 
 No labelled duplicate at all: the threshold is 1.0 (only identical vectors merge) and no estimate is given.
 """
@@ -74,10 +76,13 @@ class AutoEstimate:
     threshold: float = 1.0
     bound: float = 1.0
     """Pairs at or above are accepted without asking; ``[threshold, bound)`` are confirmed by the model."""
+    weighted_recall: float | None = None
+    """The recall the threshold was chosen on: answered duplicates at or above it, weighted, over all of them."""
     recall: float | None = None
+    """Of the duplicates among the candidates: the simulation's median (module note)."""
     recall_interval: tuple[float, float] | None = None
     precision: float | None = None
-    """Of the candidate pairs kept (the model's confirmations taken as right)."""
+    """Of the candidate pairs kept (the model's confirmations taken as right): the simulation's median."""
     precision_interval: tuple[float, float] | None = None
     reused: int = 0
     """Confirmation pairs the sample had answered already (no second request)."""
@@ -173,30 +178,25 @@ def sample_band(unit: np.ndarray, target_recall: float, sample: int, label: Pair
         estimate.bound = 1.0
     else:
         estimate.bound = min(1.0, math.floor(top * 1e6 + 1) / 1e6) if len(wrong) else estimate.threshold
-    point = _scores(sims, labels, weight, estimate.threshold, estimate.bound)
-    estimate.recall, estimate.precision = point
-    estimate.recall_interval, estimate.precision_interval = _intervals(
-        sims, labels, where, np.bincount(bins, minlength=BINS), estimate.threshold, estimate.bound
-    )
+    estimate.weighted_recall = _recall(sims, labels, weight, estimate.threshold)
+    recall, precision = _simulated(sims, labels, where, np.bincount(bins, minlength=BINS), estimate)
+    estimate.recall, estimate.recall_interval = recall[0], (recall[1], recall[2])
+    estimate.precision, estimate.precision_interval = precision[0], (precision[1], precision[2])
     return estimate
 
 
-def _scores(
-    sims: np.ndarray, labels: np.ndarray, weight: np.ndarray, threshold: float, bound: float
-) -> tuple[float, float]:
-    """Estimated recall and precision of keeping pairs at or above ``bound`` and the duplicates in between."""
-    found = float((weight * labels * (sims >= threshold)).sum())
-    kept = found + float((weight * ~labels * (sims >= bound)).sum())
-    total = float((weight * labels).sum())
-    return found / total, found / kept if kept else 1.0
+def _recall(sims: np.ndarray, labels: np.ndarray, weight: np.ndarray, threshold: float) -> float:
+    """The weighted share of the answered duplicates at or above ``threshold``."""
+    return float((weight * labels * (sims >= threshold)).sum() / (weight * labels).sum())
 
 
-def _intervals(
-    sims: np.ndarray, labels: np.ndarray, where: np.ndarray, held: np.ndarray, threshold: float, bound: float
-) -> tuple[tuple[float, float], tuple[float, float]]:
-    """95 % intervals of recall and precision, simulated from each bin's Jeffreys posteriors (module note)."""
+def _simulated(
+    sims: np.ndarray, labels: np.ndarray, where: np.ndarray, held: np.ndarray, estimate: AutoEstimate
+) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """Median and 95 % interval of recall and precision, simulated from each bin's posteriors (module note)."""
     import numpy as np
 
+    threshold, bound = estimate.threshold, estimate.bound
     rng = np.random.default_rng(SEED)
     width = (1.0 - FLOOR) / BINS
     found, wrong, total = np.zeros(RESAMPLES), np.zeros(RESAMPLES), np.zeros(RESAMPLES)
@@ -225,11 +225,11 @@ def _share(rng: np.random.Generator, above: np.ndarray, low: float, high: float,
     return rng.beta(above.sum() + 0.5, (~above).sum() + 0.5, RESAMPLES)
 
 
-def _percentiles(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
+def _percentiles(values: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
     import numpy as np
 
-    low, high = np.nanpercentile(np.asarray(values, dtype=float), [2.5, 97.5])
-    return round(float(low), 4), round(float(high), 4)
+    middle, low, high = np.nanpercentile(np.asarray(values, dtype=float), [50, 2.5, 97.5])
+    return round(float(middle), 4), round(float(low), 4), round(float(high), 4)
 
 
 def auto_band(

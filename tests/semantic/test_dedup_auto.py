@@ -182,6 +182,7 @@ def test_a_thin_sample_asks_every_pair_above_the_threshold_and_says_how_unsure_i
     report = ids.attrs["aiforge"]
     auto = report.auto
     assert auto.positives < 20 and auto.bound == 1.0  # too few answers to accept any range unasked
+    assert auto.weighted_recall is not None and auto.weighted_recall >= 0.95
     found, wrong = found_pairs(ids)
     assert wrong == 0 and auto.recall_interval[0] <= found / 60 <= auto.recall_interval[1]
     assert auto.recall_interval[1] - auto.recall_interval[0] > 0.2  # 12 answers for 100 pairs: a wide interval
