@@ -187,3 +187,21 @@ def test_a_thin_sample_asks_every_pair_above_the_threshold_and_says_how_unsure_i
     assert wrong == 0 and auto.recall_interval[0] <= found / 60 <= auto.recall_interval[1]
     assert auto.recall_interval[1] - auto.recall_interval[0] > 0.2  # 12 answers for 100 pairs: a wide interval
     assert report.confirmation_requests == report.asked > 0
+
+
+def test_a_checkpoint_keeps_the_sample_beside_the_confirmation_and_a_second_run_asks_nothing(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    def counted(messages: list[Any]) -> str:
+        asked.append(messages[-1]["content"])
+        return planted_truth(messages)
+
+    provider = ScriptedProvider(default=counted, embeddings=planted_vector, embedding_dim=DIMS)
+    checkpoint = tmp_path / "pairs.sqlite"
+    values = pd.Series(TEXTS)
+    first = values.aiforge.dedup("auto", sample=12, agent=ChatAgent(provider=provider), checkpoint=str(checkpoint))
+    assert (tmp_path / "pairs.sample.sqlite").exists() and checkpoint.exists()
+    report = first.attrs["aiforge"]
+    assert len(asked) == 12 + report.confirmation_requests and report.confirmation_requests > 0
+    again = values.aiforge.dedup("auto", sample=12, agent=ChatAgent(provider=provider), checkpoint=str(checkpoint))
+    assert again.tolist() == first.tolist() and len(asked) == 12 + report.confirmation_requests  # nothing asked
