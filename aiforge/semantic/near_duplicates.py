@@ -96,7 +96,8 @@ class DedupReport(SharedOnDeepcopy):
     pairs: list[tuple[int, int]] = field(default_factory=list, repr=False)
     """The asked pairs as positions of rows (each pair's first rows), in the order of ``confirmation``."""
     threshold: float = field(default=0.0, repr=False)
-    """The threshold the blocking used (the band's ``accept`` without confirmation, its ``ask`` with)."""
+    """The threshold: given or the table's (``band.accept``; a confirmation band lies below it), or chosen by
+    ``threshold="auto"`` (``band.ask``: no pair below it joins; those up to ``auto.bound`` are confirmed)."""
     how: str = field(default="user", repr=False)
     """How it was chosen: ``"user"`` (given), ``"table"`` (the embedding model's), ``"auto"`` (from a sample)."""
     auto: AutoEstimate | None = field(default=None, repr=False)
@@ -208,7 +209,8 @@ def ids_from_vectors(
         estimate.reused = len(report.pairs) - len(sent)
         report.pairs = [report.pairs[position] for position in sent]
         report.asked = len(report.pairs)
-    report.threshold, report.how, report.auto = request.band.ask, how, estimate
+    report.threshold = estimate.threshold if estimate is not None else request.band.accept
+    report.how, report.auto = how, estimate
     positions = np.arange(len(index))
     texted = distinct.of_row >= 0
     positions[texted] = distinct.first_rows[roots[distinct.of_row[texted]]]

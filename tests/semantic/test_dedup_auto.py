@@ -17,7 +17,7 @@ from aiforge.core.failed_rows import FailedRowsWarning
 from aiforge.core.types import UsageError
 from aiforge.providers.scripted import ScriptedProvider
 from aiforge.semantic.dedup_auto import FLOOR, bins_of, candidate_pairs, stratified_sample
-from aiforge.semantic.near_duplicates import dedup_request
+from aiforge.semantic.near_duplicates import Band, dedup_request
 
 # 60 planted duplicate pairs at 0.60-0.98 and 40 look-alike pairs (not duplicates) at 0.42-0.72, each pair in its own
 # two dimensions: every other pair of texts is at 0, below the floor, so the candidates are exactly these 100 pairs.
@@ -205,3 +205,9 @@ def test_a_checkpoint_keeps_the_sample_beside_the_confirmation_and_a_second_run_
     assert len(asked) == 12 + report.confirmation_requests and report.confirmation_requests > 0
     again = values.aiforge.dedup("auto", sample=12, agent=ChatAgent(provider=provider), checkpoint=str(checkpoint))
     assert again.tolist() == first.tolist() and len(asked) == 12 + report.confirmation_requests  # nothing asked
+
+
+def test_a_confirmation_band_reports_the_threshold_it_lies_below() -> None:
+    report = pd.Series(TEXTS).aiforge.dedup(0.9, confirm=True, agent=planted_agent()).attrs["aiforge"]
+    assert (report.how, report.threshold, report.band) == ("user", 0.9, Band(0.8, 0.9))
+    assert report.auto is None and report.sampling_requests == 0 and report.confirmation_requests == report.asked > 0
