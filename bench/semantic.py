@@ -16,6 +16,8 @@ One module a measure, each a ``quick -> list[Row]`` function listed in ``MEASURE
   ``confirm=`` against all pairs, and the same on the embedded model's vectors (``bench/semantic_dedup.py``).
 - dedup thresholds: the threshold of best F1 per embedding model on planted paraphrases and rewordings, what
   ``semantic.dedup_thresholds`` is set from (``bench/dedup_thresholds.py``).
+- dedup ``threshold="auto"``: precision, recall and requests on MiniLM vectors with a judge answering from the
+  planted truth, and with the embedded SmolLM2 (``bench/dedup_auto.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bench.common import Row, run_measures
+from bench.dedup_auto import auto_rows
 from bench.dedup_thresholds import threshold_rows
 from bench.join_mentions import mention_rows
 from bench.semantic_agg import agg_rows
@@ -35,6 +38,7 @@ GROUP = "semantic"
 
 MEASURES: list[Callable[[bool], list[Row]]] = [
     agg_rows, join_rows, mention_rows, topk_rows, embed_rows, dedup_rows, dedup_embedded_rows, threshold_rows,
+    auto_rows,
 ]
 """The group's rows, one small function each (``quick -> rows``)."""
 

@@ -156,27 +156,22 @@ class ColumnOperations:
     def _dedup(
         self,
         values: pd.Series,
-        threshold: float | None,
-        confirm: bool | tuple[float, float],
+        threshold: float | str | None,
+        confirm: bool | tuple[float, float] | None,
         prompt: str | None,
         agent: ChatAgent | None,
         concurrency: int,
         settings: dict[str, Any],
+        target_recall: float = 0.95,
+        sample: int = 100,
     ) -> pd.Series:
         """``dedup`` over the texts ``values`` (a DataFrame's column, or a Series' values)."""
-        from aiforge.semantic.near_duplicates import (
-            DedupRequest,
-            check_unique_index,
-            confirm_template,
-            duplicate_ids,
-            similarity_band,
-        )
+        from aiforge.semantic.near_duplicates import check_unique_index, dedup_request, duplicate_ids
 
-        band = similarity_band(threshold, confirm)
-        template = confirm_template(prompt)
+        options = batch_options(settings)
+        request = dedup_request(threshold, confirm, prompt, concurrency, options, target_recall, sample)
         check_unique_index(values.index)
-        agent, options = _semantic_agent(agent, settings)
-        ids, report = duplicate_ids(values, agent, DedupRequest(band, template, concurrency, options))
+        ids, report = duplicate_ids(values, operation_agent(agent, settings), request)
         return attach(ids, report)
 
     def _cluster(

@@ -59,10 +59,12 @@ class DataFrameOperations(RowOperations, ColumnOperations):
     def dedup(
         self,
         column: str,
-        threshold: float | None = None,
+        threshold: float | str | None = None,
         *,
-        confirm: bool | tuple[float, float] = False,
+        confirm: bool | tuple[float, float] | None = None,
         prompt: str | None = None,
+        target_recall: float = 0.95,
+        sample: int = 100,
         agent: ChatAgent | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
@@ -70,19 +72,26 @@ class DataFrameOperations(RowOperations, ColumnOperations):
         """``duplicate_of``: for each row, the index label of the first row of its group of near-duplicates.
 
         Each row is a duplicate of the row it names: its text in ``column`` has cosine similarity >= ``threshold``
-        (default 0.9) with that row's (the most similar group's first row, taking rows in order), or is the same
-        text. Groups never chain through a third row. ``confirm=True`` (or a band ``(low, high)``) asks the model
-        about a row left alone and each group's first row just below (``[threshold - 0.1, threshold)``), and
-        joins the group it says is a duplicate; ``prompt=`` replaces the question and names ``{left}`` and
-        ``{right}``. A missing value is its own group. On a chat model's vectors (the embedded model's) it warns
-        (``ChatModelVectorsWarning``). The ``DedupReport`` (pairs, requests, cost) is in ``.attrs["aiforge"]``::
+        with that row's (the most similar group's first row, taking rows in order), or is the same text. Groups
+        never chain through a third row. ``confirm=True`` (or a band ``(low, high)``) asks the model about a row
+        left alone and each group's first row just below (``[threshold - 0.1, threshold)``), and joins the group
+        it says is a duplicate; ``prompt=`` replaces the question and names ``{left}`` and ``{right}``.
+        ``threshold="auto"`` (the default with ``confirm=True``) has the model label ``sample`` candidate pairs
+        drawn across the similarity range and takes the largest threshold whose estimated recall reaches
+        ``target_recall``; the pairs between it and where the sample saw no false pair are confirmed
+        (``semantic.dedup_auto``). With neither, the threshold is the embedding model's own
+        (``semantic.dedup_thresholds``; 0.9 for a model not in it) and no chat request is made. A missing value is
+        its own group. On a chat model's vectors (the embedded model's) it warns (``ChatModelVectorsWarning``).
+        The ``DedupReport`` (threshold and how it was chosen, the sample's estimates, requests, cost) is in
+        ``.attrs["aiforge"]``::
 
-            ids = df.aiforge.dedup("ticket", threshold=0.9, confirm=True)
+            ids = df.aiforge.dedup("ticket", threshold="auto")
             df[ids == ids.index]             # the first row of each group
             df.groupby(ids)["ticket"].agg(list)
         """
         check_column(column, self._data.columns, "dedup")
-        return self._dedup(self._data[column], threshold, confirm, prompt, agent, concurrency, settings)
+        values = self._data[column]
+        return self._dedup(values, threshold, confirm, prompt, agent, concurrency, settings, target_recall, sample)
 
     @with_options(VECTOR_OPTIONS)
     def cluster(

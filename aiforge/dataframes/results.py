@@ -57,7 +57,8 @@ def attach(data: _Data, report: OperationReport) -> _Data:
 
     A result with failed rows says so here, once per call (``FailedRowsWarning``): a failed row is never a silent
     null. A ``BatchResult``'s failures are rows; a ``DedupReport``'s, the confirmation's pairs, which count as not
-    duplicates. (``topk``, ``agg`` and ``embed`` raise rather than return with a failure; ``join`` warns of its own.)
+    duplicates, and with ``threshold="auto"`` the sample's, left out of the estimates. (``topk``, ``agg`` and
+    ``embed`` raise rather than return with a failure; ``join`` warns of its own.)
     """
     from aiforge.core.failed_rows import warn_failed_rows
     from aiforge.semantic.near_duplicates import DedupReport
@@ -65,6 +66,14 @@ def attach(data: _Data, report: OperationReport) -> _Data:
     data.attrs[ATTRS_KEY] = report
     if isinstance(report, BatchResult):
         warn_failed_rows(report.failed, len(report))
+    elif isinstance(report, DedupReport) and report.auto is not None and report.auto.sampling is not None:
+        warn_failed_rows(
+            report.failed,
+            len(report.auto.sampling) + (len(report.confirmation) if report.confirmation is not None else 0),
+            what="pairs asked",
+            where="result.attrs['aiforge'].failed (a sampled one is left out of the estimates, a confirmed one "
+            "counts as not a duplicate)",
+        )
     elif isinstance(report, DedupReport) and report.confirmation is not None:
         warn_failed_rows(
             report.confirmation.failed,

@@ -43,10 +43,12 @@ class SeriesOperations(RowOperations, ColumnOperations):
     @with_options(ROW_OPTIONS)
     def dedup(
         self,
-        threshold: float | None = None,
+        threshold: float | str | None = None,
         *,
-        confirm: bool | tuple[float, float] = False,
+        confirm: bool | tuple[float, float] | None = None,
         prompt: str | None = None,
+        target_recall: float = 0.95,
+        sample: int = 100,
         agent: ChatAgent | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
@@ -56,7 +58,8 @@ class SeriesOperations(RowOperations, ColumnOperations):
 
             ids = df["ticket"].aiforge.dedup(0.9)
         """
-        return self._dedup(self._data, threshold, confirm, prompt, agent, concurrency, settings)
+        data = self._data
+        return self._dedup(data, threshold, confirm, prompt, agent, concurrency, settings, target_recall, sample)
 
     @with_options(VECTOR_OPTIONS)
     def cluster(self, n_clusters: int, *, seed: int = 0, agent: ChatAgent | None = None, **settings: Any) -> pd.Series:

@@ -1,6 +1,12 @@
 """What one ``dedup`` call asks, apart from its rows: ``threshold=`` and ``confirm=`` as a similarity ``Band``, the
 pair prompt ``prompt=`` asks borderline pairs with, and the confirmation batch's options, as a ``DedupRequest``;
 each argument checked, with a ``UsageError`` naming what does not fit.
+
+Which threshold (``dedup_request``): a number given is used (``how="user"``). ``threshold="auto"``, or no threshold
+with ``confirm=True`` (the model may judge pairs), has the model label a sample of pairs and sets the threshold and
+the confirmation band from it for ``target_recall`` (``semantic.dedup_auto``; ``how="auto"``). No threshold and no
+``confirm`` (the default: no chat request) takes the embedding model's own (``semantic.dedup_thresholds``;
+``how="table"``). ``threshold="auto"`` with ``confirm=False`` or a band is a ``UsageError``.
 """
 
 from __future__ import annotations
@@ -12,6 +18,12 @@ from aiforge.batch.options import DEFAULT_CONCURRENCY
 from aiforge.core.templates import RowTemplate
 from aiforge.core.types import UsageError
 
+AUTO = "auto"
+"""``threshold="auto"``: the model's answers on a sample of pairs set the threshold (``semantic.dedup_auto``)."""
+DEFAULT_TARGET_RECALL = 0.95
+"""``target_recall=``: the share of the duplicate candidate pairs ``threshold="auto"`` aims to keep."""
+DEFAULT_SAMPLE = 100
+"""``sample=``: pairs ``threshold="auto"`` asks the model about to choose the threshold (each a request)."""
 DEFAULT_THRESHOLD = 0.9
 """Cosine similarity at or above which two texts are duplicates when ``threshold=`` is not given and the embedding
 model has no threshold of its own (``semantic.dedup_thresholds``)."""
@@ -50,6 +62,14 @@ class Band:
 
 
 @dataclass(frozen=True)
+class AutoSettings:
+    """``threshold="auto"``'s target and sample size."""
+
+    target_recall: float = DEFAULT_TARGET_RECALL
+    sample: int = DEFAULT_SAMPLE
+
+
+@dataclass(frozen=True)
 class DedupRequest:
     """What one ``dedup`` call asks, apart from the rows: the band, the pair prompt, the confirmation's options."""
 
@@ -58,6 +78,69 @@ class DedupRequest:
     concurrency: int = DEFAULT_CONCURRENCY
     options: dict[str, Any] = field(default_factory=dict)
     """``run_batch``'s options for the confirmation batch (``cache``, ``max_cost``, ``checkpoint``...)."""
+    auto: AutoSettings | None = None
+    """``threshold="auto"``: the band is set from the model's answers on a sample (``band`` is a placeholder)."""
+
+    @property
+    def judges(self) -> bool:
+        """The model is asked about pairs: a confirmation band, or a sample to set the threshold."""
+        return self.auto is not None or self.band.confirms
+
+    @property
+    def how(self) -> str:
+        """How the threshold is chosen: ``"auto"``, ``"table"`` (the embedding model's) or ``"user"``."""
+        return "auto" if self.auto is not None else "table" if self.band.default else "user"
+
+
+def dedup_request(
+    threshold: float | str | None,
+    confirm: bool | tuple[float, float] | None,
+    prompt: str | None,
+    concurrency: int,
+    options: dict[str, Any],
+    target_recall: float = DEFAULT_TARGET_RECALL,
+    sample: int = DEFAULT_SAMPLE,
+) -> DedupRequest:
+    """The ``DedupRequest`` of one ``dedup`` call's arguments (module note: which threshold); a ``UsageError``
+    naming what does not fit, before anything is embedded.
+
+    >>> dedup_request(None, True, None, 10, {}).how, dedup_request(None, None, None, 10, {}).how
+    ('auto', 'table')
+    """
+    auto = auto_settings(threshold, confirm, target_recall, sample)
+    template = confirm_template(prompt)
+    if auto is not None:
+        return DedupRequest(Band(1.0, 1.0), template, concurrency, options, auto)
+    number = None if isinstance(threshold, str) else threshold
+    return DedupRequest(similarity_band(number, confirm or False), template, concurrency, options)
+
+
+def auto_settings(
+    threshold: Any, confirm: bool | tuple[float, float] | None, target_recall: Any, sample: Any
+) -> AutoSettings | None:
+    """``threshold="auto"``'s settings when the call asks for it (module note), else None; each checked."""
+    if isinstance(target_recall, bool) or not isinstance(target_recall, int | float) or not 0 < target_recall <= 1:
+        raise UsageError(
+            f"dedup: target_recall={target_recall!r} is outside (0, 1]: it is the share of duplicate pairs "
+            "threshold='auto' aims to keep, e.g. target_recall=0.95."
+        )
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
+        raise UsageError(f"dedup: sample={sample!r} is the number of pairs to ask the model, e.g. sample=100.")
+    if isinstance(threshold, str) and threshold != AUTO:
+        raise UsageError(f"dedup: threshold is a cosine similarity in (0, 1] or 'auto', got {threshold!r}.")
+    if threshold == AUTO and confirm is False:
+        raise UsageError(
+            "dedup: threshold='auto' has the model judge a sample of pairs, and confirm=False says no model: drop "
+            "confirm=False, or give a threshold (e.g. threshold=0.9)."
+        )
+    if threshold == AUTO and isinstance(confirm, tuple | list):
+        raise UsageError(
+            f"dedup: threshold='auto' sets the confirmation band itself: drop confirm={tuple(confirm)!r}, or give "
+            "the band alone."
+        )
+    if threshold == AUTO or (threshold is None and confirm is True):
+        return AutoSettings(float(target_recall), sample)
+    return None
 
 
 def similarity_band(threshold: float | None, confirm: bool | tuple[float, float]) -> Band:

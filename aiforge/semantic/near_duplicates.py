@@ -24,25 +24,30 @@ order of the rows. A missing value (None, NaN) is a group of its own: there is n
 model's pooled vectors (the embedded model's) it warns first (``batch.embedded.ChatModelVectorsWarning``).
 
 What a call asks (``threshold=``, ``confirm=``, ``prompt=`` as a ``Band`` and a ``DedupRequest``) is
-``semantic.dedup_request``; its names are importable from here too.
+``semantic.dedup_request``; its names are importable from here too. ``threshold="auto"`` (and no threshold with
+``confirm=True``) sets the band from the model's answers on a stratified sample of pairs first
+(``semantic.dedup_auto``): confirmation pairs the sample answered are not asked again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aiforge.batch.identity import check_budget_enforceable
 from aiforge.core.report import OperationReport
 from aiforge.core.types import UsageError
+from aiforge.semantic.dedup_auto import ask_pairs as ask_pairs
+from aiforge.semantic.dedup_auto import auto_band
 from aiforge.semantic.dedup_request import CONFIRM_BAND as CONFIRM_BAND
 from aiforge.semantic.dedup_request import CONFIRM_PROMPT as CONFIRM_PROMPT
 from aiforge.semantic.dedup_request import DEFAULT_THRESHOLD as DEFAULT_THRESHOLD
-from aiforge.semantic.dedup_request import PAIR_FIELDS
+from aiforge.semantic.dedup_request import AutoSettings as AutoSettings
 from aiforge.semantic.dedup_request import Band as Band
 from aiforge.semantic.dedup_request import DedupRequest as DedupRequest
 from aiforge.semantic.dedup_request import confirm_template as confirm_template
+from aiforge.semantic.dedup_request import dedup_request as dedup_request
 from aiforge.semantic.dedup_request import similarity_band as similarity_band
 from aiforge.semantic.distinct import DistinctTexts, embed_distinct
 from aiforge.semantic.similarity import BandOverflow, leader_groups, unit_rows
@@ -53,6 +58,7 @@ if TYPE_CHECKING:
 
     from aiforge.batch.results import BatchFailure, BatchResult
     from aiforge.chat.agent import ChatAgent
+    from aiforge.semantic.dedup_auto import AutoEstimate
     from aiforge.semantic.embeddings import EmbeddingReport, EmbeddingRun
 
 DUPLICATE_OF = "duplicate_of"
@@ -91,29 +97,54 @@ class DedupReport(OperationReport):
     """The ``run_batch`` over the asked pairs, with each pair's answer, cost and failures."""
     pairs: list[tuple[int, int]] = field(default_factory=list, repr=False)
     """The asked pairs as positions of rows (each pair's first rows), in the order of ``confirmation``."""
+    threshold: float = field(default=0.0, repr=False)
+    """The threshold: given or the table's (``band.accept``; a confirmation band lies below it), or chosen by
+    ``threshold="auto"`` (``band.ask``: no pair below it joins; those up to ``auto.bound`` are confirmed)."""
+    how: str = field(default="user", repr=False)
+    """How it was chosen: ``"user"`` (given), ``"table"`` (the embedding model's), ``"auto"`` (from a sample)."""
+    auto: AutoEstimate | None = field(default=None, repr=False)
+    """``threshold="auto"``: the sample, its answers, the estimated precision and recall with their intervals."""
+
+    @property
+    def sampling_requests(self) -> int:
+        """Requests of ``threshold="auto"``'s sample (0 otherwise)."""
+        sampling = self.auto.sampling if self.auto is not None else None
+        return sampling.requests if sampling is not None else 0
+
+    @property
+    def confirmation_requests(self) -> int:
+        """Requests of the confirmation batch (0 without one)."""
+        return self.confirmation.requests if self.confirmation is not None else 0
+
+    @property
+    def batches(self) -> list[BatchResult]:
+        """The sample's batch (``threshold="auto"``) and the confirmation's, those that ran."""
+        sampling = self.auto.sampling if self.auto is not None else None
+        return [batch for batch in (sampling, self.confirmation) if batch is not None]
 
     @property
     def total_cost(self) -> float:
-        """USD of the embeddings and the confirmation batch."""
+        """USD of the embeddings, the sample and the confirmation batch."""
         embedding = self.embedding.cost if self.embedding is not None else 0.0
-        return embedding + (self.confirmation.total_cost if self.confirmation is not None else 0.0)
+        return embedding + sum(batch.total_cost for batch in self.batches)
 
     @property
     def total_tokens(self) -> int:
-        """Tokens of the embeddings and the confirmation batch."""
+        """Tokens of the embeddings, the sample and the confirmation batch."""
         embedding = self.embedding.usage.total_tokens if self.embedding is not None else 0
-        return embedding + (self.confirmation.total_tokens if self.confirmation is not None else 0)
+        return embedding + sum(batch.total_tokens for batch in self.batches)
 
     @property
     def requests(self) -> int:
-        """Embeddings requests and the confirmation batch's requests."""
+        """Embeddings requests, the sample's and the confirmation batch's."""
         embedding = self.embedding.requests if self.embedding is not None else 0
-        return embedding + (self.confirmation.requests if self.confirmation is not None else 0)
+        return embedding + sum(batch.requests for batch in self.batches)
 
     @property
     def failed(self) -> list[BatchFailure]:
-        """The confirmation's failed pairs (each counts as not a duplicate; the same as ``confirmation.failed``)."""
-        return [] if self.confirmation is None else list(self.confirmation.failed)
+        """The sample's failed pairs (left out of the estimates), then the confirmation's (each counts as not a
+        duplicate; ``confirmation.failed``)."""
+        return [failure for batch in self.batches for failure in batch.failed]
 
 
 def duplicate_ids(values: pd.Series, agent: ChatAgent, request: DedupRequest) -> tuple[pd.Series, DedupReport]:
@@ -128,7 +159,7 @@ def duplicate_ids(values: pd.Series, agent: ChatAgent, request: DedupRequest) ->
     from aiforge.semantic.embeddings import embedding_provider_of
 
     check_unique_index(values.index)
-    if request.band.confirms:  # before the embeddings' requests
+    if request.judges:  # before the embeddings' requests
         check_budget_enforceable(agent, request.options.get("max_cost"))
     warn_if_chat_model_vectors(embedding_provider_of(agent)[0], "dedup")
     distinct = DistinctTexts.of(values)
@@ -148,18 +179,40 @@ def ids_from_vectors(
     import numpy as np
     import pandas as pd
 
-    if embedding is not None:  # no threshold given: the embedding model's own
+    estimate, how = None, request.how
+    if request.auto is not None:
+        estimate = auto_band(distinct.texts, vectors, request, agent)
+        request = replace(request, band=Band(estimate.threshold, estimate.bound))
+    elif embedding is not None:  # no threshold given: the embedding model's own
         request = replace(request, band=request.band.for_model(embedding.model))
     batches: list[BatchResult] = []
+    known = estimate.answers if estimate is not None else {}
+    number = {text: position for position, text in enumerate(distinct.texts)} if known else {}
+    sent: list[int] = []  # positions of the band's pairs the confirmation batch asks
 
     def ask(pairs: list[tuple[str, str]]) -> list[bool]:
         if agent is None:
             raise ValueError("borderline pairs to confirm but no agent to ask them")
-        answers, batch = ask_pairs(agent, pairs, request.prompt, request.concurrency, dict(request.options))
-        batches.append(batch)
+        keys = [(number[left], number[right]) if known else (0, 0) for left, right in pairs]
+        sent.extend(position for position, key in enumerate(keys) if key not in known)
+        options = dict(request.options)
+        if estimate is not None and estimate.sampling is not None and options.get("max_cost") is not None:
+            options["max_cost"] = max(float(options["max_cost"]) - estimate.sampling.total_cost, 0.0)
+        answers = [known.get(key, False) for key in keys]
+        if sent:
+            asked, batch = ask_pairs(agent, [pairs[p] for p in sent], request.prompt, request.concurrency, options)
+            batches.append(batch)
+            for position, answer in zip(sent, asked, strict=True):
+                answers[position] = answer
         return answers
 
     roots, report = group_texts(distinct.texts, vectors, request.band, ask)
+    if estimate is not None:
+        estimate.reused = len(report.pairs) - len(sent)
+        report.pairs = [report.pairs[position] for position in sent]
+        report.asked = len(report.pairs)
+    report.threshold = estimate.threshold if estimate is not None else request.band.accept
+    report.how, report.auto = how, estimate
     positions = np.arange(len(index))
     texted = distinct.of_row >= 0
     positions[texted] = distinct.first_rows[roots[distinct.of_row[texted]]]
@@ -229,17 +282,3 @@ def group_texts(
             if leading:
                 representative[later] = -max(leading)[1]  # the most similar; the earliest of equals
     return representative, report
-
-
-def ask_pairs(
-    agent: ChatAgent, pairs: list[tuple[str, str]], prompt: str, concurrency: int, options: dict[str, Any]
-) -> tuple[list[bool], BatchResult]:
-    """Whether the model says each pair is a duplicate (a failed pair is not), and the batch that asked."""
-    import pandas as pd
-
-    frame = pd.DataFrame(pairs, columns=list(PAIR_FIELDS))
-    batch: BatchResult = agent.run_batch(frame, concurrency, max(len(frame), 1), output=bool, prompt=prompt, **options)
-    answers = [False] * len(pairs)
-    for position, result in zip(batch.indices, batch.results, strict=True):
-        answers[position] = result.output is True
-    return answers, batch

@@ -112,7 +112,7 @@ def test_a_series_dedups_its_values_and_exact_duplicates_share_the_id() -> None:
 
 def test_settings_build_the_agent_and_batch_options_reach_the_confirmation() -> None:
     with pytest.warns(FailedRowsWarning, match=r"^3 of 3 pairs asked failed .*confirmation\.failed"):
-        ids = FRAME.aiforge.dedup("ticket", confirm=True, provider="scripted", cache="memory")
+        ids = FRAME.aiforge.dedup("ticket", 0.9, confirm=True, provider="scripted", cache="memory")
     report = ids.attrs["aiforge"]
     # The scripted default echoes ("You said: ..."), which is no bool: every asked pair fails and is kept apart.
     assert report.asked == 3 and len(report.confirmation.failed) == 3 and report.confirmed == 0

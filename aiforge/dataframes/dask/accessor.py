@@ -96,10 +96,12 @@ class DaskOperations:
     def dedup(
         self,
         column: str,
-        threshold: float | None = None,
+        threshold: float | str | None = None,
         *,
-        confirm: bool | tuple[float, float] = False,
+        confirm: bool | tuple[float, float] | None = None,
         prompt: str | None = None,
+        target_recall: float = 0.95,
+        sample: int = 100,
         concurrency: int = DEFAULT_CONCURRENCY,
         **settings: Any,
     ) -> pd.Series:
@@ -111,13 +113,12 @@ class DaskOperations:
         """
         from aiforge.batch.options import batch_options
         from aiforge.dataframes.dask.dedup import dask_duplicate_ids
-        from aiforge.semantic.near_duplicates import DedupRequest, confirm_template, similarity_band
+        from aiforge.semantic.near_duplicates import dedup_request
 
         if column not in self._data.columns:
             raise UsageError(no_such_column("dedup", column, self._data.columns))
-        band = similarity_band(threshold, confirm)
         options = batch_options(settings)
-        request = DedupRequest(band, confirm_template(prompt), concurrency, options)
+        request = dedup_request(threshold, confirm, prompt, concurrency, options, target_recall, sample)
         ids, report = dask_duplicate_ids(self._data[column], settings, request)
         return _attach(ids, report)
 

@@ -55,7 +55,7 @@ def dask_duplicate_ids(
     distinct = DistinctTexts.of(values)
     vectors, run = _gathered(distinct.texts, embedded)
     agent = None
-    if request.band.confirms:
+    if request.judges:
         from aiforge.chat.agent import ChatAgent
 
         agent = ChatAgent(memory="none", **settings)
