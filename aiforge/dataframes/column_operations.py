@@ -169,9 +169,12 @@ class ColumnOperations:
         from aiforge.semantic.near_duplicates import check_unique_index, dedup_request, duplicate_ids
 
         options = batch_options(settings)
-        request = dedup_request(threshold, confirm, prompt, concurrency, options, target_recall, sample)
+        agent = operation_agent(agent, settings)
+        request = dedup_request(
+            threshold, confirm, prompt, concurrency, options, target_recall, sample, judge=not agent.provider.free
+        )
         check_unique_index(values.index)
-        ids, report = duplicate_ids(values, operation_agent(agent, settings), request)
+        ids, report = duplicate_ids(values, agent, request)
         return attach(ids, report)
 
     def _cluster(

@@ -76,11 +76,12 @@ class DataFrameOperations(RowOperations, ColumnOperations):
         never chain through a third row. ``confirm=True`` (or a band ``(low, high)``) asks the model about a row
         left alone and each group's first row just below (``[threshold - 0.1, threshold)``), and joins the group
         it says is a duplicate; ``prompt=`` replaces the question and names ``{left}`` and ``{right}``.
-        ``threshold="auto"`` (the default with ``confirm=True``) has the model label ``sample`` candidate pairs
-        drawn across the similarity range and takes the largest threshold whose estimated recall reaches
-        ``target_recall``; the pairs between it and where the sample saw no false pair are confirmed
-        (``semantic.dedup_auto``). With neither, the threshold is the embedding model's own
-        (``semantic.dedup_thresholds``; 0.9 for a model not in it) and no chat request is made. A missing value is
+        ``threshold="auto"`` (the default with ``confirm=True``, and with neither on a billed chat model) has the
+        model label ``sample`` candidate pairs drawn across the similarity range and takes the largest threshold
+        whose estimated recall reaches ``target_recall``; the pairs between it and where the sample saw no false
+        pair are confirmed (``semantic.dedup_auto``). Otherwise (a free model such as the embedded one, or
+        ``confirm=False``), the threshold is the embedding model's own (``semantic.dedup_thresholds``; 0.9 for a
+        model not in it) and no chat request is made. A missing value is
         its own group. On a chat model's vectors (the embedded model's) it warns (``ChatModelVectorsWarning``).
         The ``DedupReport`` (threshold and how it was chosen, the sample's estimates, requests, cost) is in
         ``.attrs["aiforge"]``::

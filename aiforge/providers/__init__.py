@@ -144,6 +144,11 @@ def resolve_provider_name(settings: AIForgeSettings) -> str:
     )
 
 
+def is_free(name: str) -> bool:
+    """Whether the built-in provider ``name``'s requests cost nothing (read from its class); a user's provider: no."""
+    return name in _BUILTIN and bool(getattr(builtin_class(name), "free", False))
+
+
 def is_embedded(name: str) -> bool:
     """Whether the provider registered as ``name`` is the embedded model (read from its class: nothing loads)."""
     return name in _BUILTIN and builtin_class(name).embedded

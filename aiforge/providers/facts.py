@@ -26,11 +26,14 @@ class ProviderFacts:
     chat_model_vectors: str | None
     """The chat model whose pooled hidden states would be the vectors (the embedded model's weights with no pooling
     declared), or None when the vectors come from an embedding model."""
+    free: bool = False
+    """Whether the chat provider's requests cost nothing (``Provider.free``: the embedded model, a local server, the
+    scripted provider); a provider registered by the user counts as billed."""
 
 
 def provider_facts(settings: AIForgeSettings) -> ProviderFacts:
     """The facts of the providers ``settings`` choose; a ``ConfigError`` when none can be chosen."""
-    from aiforge.providers import is_embedded, resolve_provider_name
+    from aiforge.providers import is_embedded, is_free, resolve_provider_name
     from aiforge.providers.embedding_choice import embedding_provider_name
 
     name = resolve_provider_name(settings)
@@ -44,4 +47,4 @@ def provider_facts(settings: AIForgeSettings) -> ProviderFacts:
 
         path = resolve_model_path(settings)
         chat_model = None if declares_pooling(path) else model_name_for(path)
-    return ProviderFacts(name, embedded, vectors, chat_model)
+    return ProviderFacts(name, embedded, vectors, chat_model, is_free(name))

@@ -3,10 +3,13 @@ pair prompt ``prompt=`` asks borderline pairs with, and the confirmation batch's
 each argument checked, with a ``UsageError`` naming what does not fit.
 
 Which threshold (``dedup_request``): a number given is used (``how="user"``). ``threshold="auto"``, or no threshold
-with ``confirm=True`` (the model may judge pairs), has the model label a sample of pairs and sets the threshold and
-the confirmation band from it for ``target_recall`` (``semantic.dedup_auto``; ``how="auto"``). No threshold and no
-``confirm`` (the default: no chat request) takes the embedding model's own (``semantic.dedup_thresholds``;
-``how="table"``). ``threshold="auto"`` with ``confirm=False`` or a band is a ``UsageError``.
+with ``confirm=True``, has the model label a sample of pairs and sets the threshold and the confirmation band from
+it for ``target_recall`` (``semantic.dedup_auto``; ``how="auto"``). With neither, the agent decides: a billed chat
+model (``Provider.free`` false: OpenAI, Anthropic, a gateway) can judge pairs, so ``"auto"`` is the default; a free
+one (the embedded SmolLM2, a local server, the scripted provider) judges too poorly for it to be, and the
+embedding model's own threshold is taken, with no chat request (``semantic.dedup_thresholds``; ``how="table"``).
+``confirm=False`` keeps the table's threshold with any model. ``threshold="auto"`` with ``confirm=False`` or a band
+is a ``UsageError``.
 """
 
 from __future__ import annotations
@@ -100,13 +103,17 @@ def dedup_request(
     options: dict[str, Any],
     target_recall: float = DEFAULT_TARGET_RECALL,
     sample: int = DEFAULT_SAMPLE,
+    *,
+    judge: bool = False,
 ) -> DedupRequest:
-    """The ``DedupRequest`` of one ``dedup`` call's arguments (module note: which threshold); a ``UsageError``
-    naming what does not fit, before anything is embedded.
+    """The ``DedupRequest`` of one ``dedup`` call's arguments (module note: which threshold; ``judge``: the agent is a
+    billed chat model); a ``UsageError`` naming what does not fit, before anything is embedded.
 
     >>> dedup_request(None, True, None, 10, {}).how, dedup_request(None, None, None, 10, {}).how
     ('auto', 'table')
     """
+    if judge and threshold is None and confirm is None:  # a billed chat model judges pairs by default
+        threshold = AUTO
     auto = auto_settings(threshold, confirm, target_recall, sample)
     template = confirm_template(prompt)
     if auto is not None:

@@ -211,3 +211,27 @@ def test_a_confirmation_band_reports_the_threshold_it_lies_below() -> None:
     report = pd.Series(TEXTS).aiforge.dedup(0.9, confirm=True, agent=planted_agent()).attrs["aiforge"]
     assert (report.how, report.threshold, report.band) == ("user", 0.9, Band(0.8, 0.9))
     assert report.auto is None and report.sampling_requests == 0 and report.confirmation_requests == report.asked > 0
+
+
+class BilledProvider(ScriptedProvider):
+    """A scripted model priced like a real one: to ``dedup`` a chat model that can judge pairs."""
+
+    free = False
+
+
+def test_with_a_billed_chat_model_auto_is_the_default_and_confirm_false_keeps_the_table() -> None:
+    frame = pd.DataFrame({"text": TEXTS})
+
+    def billed() -> ChatAgent:
+        provider = BilledProvider(default=planted_truth, embeddings=planted_vector, embedding_dim=DIMS)
+        prices = {name: {"input": 1.0, "output": 2.0} for name in ("scripted-embedding", "scripted-model")}
+        return ChatAgent(provider=provider, output_retries=0, PROGRESS_BAR=False, PRICES=prices)
+
+    agent = billed()
+    report = frame.aiforge.dedup("text", agent=agent).attrs["aiforge"]
+    assert report.how == "auto" and report.sampling_requests == 100 == len(agent.provider.calls)
+    quiet = billed()
+    table = frame.aiforge.dedup("text", confirm=False, agent=quiet).attrs["aiforge"]
+    assert table.how == "table" and table.requests == 1 and not quiet.provider.calls  # the embeddings request only
+    free = frame.aiforge.dedup("text", agent=planted_agent()).attrs["aiforge"]  # a free model: the table, unasked
+    assert free.how == "table" and free.sampling_requests == 0

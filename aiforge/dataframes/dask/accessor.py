@@ -112,13 +112,14 @@ class DaskOperations:
         ``DedupReport``. Back on the frame: ``ddf.merge(ids.to_frame(), left_index=True, right_index=True)``.
         """
         from aiforge.batch.options import batch_options
-        from aiforge.dataframes.dask.dedup import dask_duplicate_ids
+        from aiforge.dataframes.dask.dedup import client_facts, dask_duplicate_ids
         from aiforge.semantic.near_duplicates import dedup_request
 
         if column not in self._data.columns:
             raise UsageError(no_such_column("dedup", column, self._data.columns))
         options = batch_options(settings)
-        request = dedup_request(threshold, confirm, prompt, concurrency, options, target_recall, sample)
+        judge = not client_facts(settings).free  # a billed chat model judges pairs by default ("auto")
+        request = dedup_request(threshold, confirm, prompt, concurrency, options, target_recall, sample, judge=judge)
         ids, report = dask_duplicate_ids(self._data[column], settings, request)
         return _attach(ids, report)
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from aiforge.providers.facts import ProviderFacts
     from aiforge.semantic.embeddings import CacheOption, EmbeddingRun
 
 PartEmbeddings = tuple["pd.Series", list[str], "np.ndarray", "EmbeddingRun"]
@@ -62,15 +63,20 @@ def dask_duplicate_ids(
     return ids_from_vectors(values.index, distinct, vectors, request, agent, run)
 
 
-def _warn_if_chat_model_vectors(settings: dict[str, Any]) -> None:
-    """On the client, once: the workers' agents would be the embedded model on a chat model's weights."""
-    from aiforge.batch.embedded import warn_chat_model_vectors
+def client_facts(settings: dict[str, Any]) -> ProviderFacts:
+    """The facts of the providers the workers' ``settings`` choose, read on the client (no client, no model)."""
     from aiforge.core.settings import AIForgeSettings, load_settings
     from aiforge.providers.facts import provider_facts
 
     fields = AIForgeSettings.model_fields
-    loaded = load_settings(**{k.upper(): v for k, v in settings.items() if k.upper() in fields})
-    model = provider_facts(loaded).chat_model_vectors
+    return provider_facts(load_settings(**{k.upper(): v for k, v in settings.items() if k.upper() in fields}))
+
+
+def _warn_if_chat_model_vectors(settings: dict[str, Any]) -> None:
+    """On the client, once: the workers' agents would be the embedded model on a chat model's weights."""
+    from aiforge.batch.embedded import warn_chat_model_vectors
+
+    model = client_facts(settings).chat_model_vectors
     if model is not None:
         warn_chat_model_vectors("dedup", model)
 
