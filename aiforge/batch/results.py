@@ -128,16 +128,21 @@ class BatchResult(OperationReport):
     def requests(self) -> int:
         """Requests sent to the model: each answer's model steps (output retries included; a cached or repeated
         row's none), each packed request once, and one per row that failed once sent (a missing value or a row
-        ``max_cost`` skipped was never sent). With ``cascade``, the cheap model's scoring pass is not counted."""
+        ``max_cost`` skipped was never sent). With ``cascade``, the rows the first pass kept count as its requests
+        (``CascadeReport.first_requests``: the proxy's embeddings, or the cheap model's scoring of every row)."""
         sent = 0
-        for result in self.results:
+        by = self.cascade.answered_by if self.cascade is not None else ()
+        for index, result in zip(self.indices, self.results, strict=True):
             if getattr(result, "cached", False) or getattr(result, "packed", False):
+                continue
+            if index < len(by) and by[index] == "first":
                 continue
             trace = getattr(result, "trace", None)
             steps = sum(record.get("step") == "model" for record in trace) if trace else 0
             sent += steps or 1
         unsent = sum(isinstance(f.error, MissingValueError | BudgetExceededError) for f in self.failed)
-        return sent + (self.packing.requests if self.packing is not None else 0) + len(self.failed) - unsent
+        first = self.cascade.first_requests if self.cascade is not None else 0
+        return sent + first + (self.packing.requests if self.packing is not None else 0) + len(self.failed) - unsent
 
     @property
     def skipped(self) -> list[BatchFailure]:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.identity import check_budget_enforceable
 from aiforge.core.report import OperationReport
@@ -104,6 +104,12 @@ class DedupReport(OperationReport):
     """How it was chosen: ``"user"`` (given), ``"table"`` (the embedding model's), ``"auto"`` (from a sample)."""
     auto: AutoEstimate | None = field(default=None, repr=False)
     """``threshold="auto"``: the sample, its answers, the estimated precision and recall with their intervals."""
+
+    def shown(self, name: str, value: Any) -> str:
+        """The band as the similarities it spans: ``[ask, accept)`` asked, ``accept`` and up taken unasked."""
+        if name == "band":
+            return f"[{value.ask:.3g}, {value.accept:.3g})"
+        return OperationReport.shown(self, name, value)
 
     @property
     def sampling_requests(self) -> int:

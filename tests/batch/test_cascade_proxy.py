@@ -78,6 +78,8 @@ def test_the_proxy_keeps_rows_that_meet_the_target_on_held_out_rows_and_never_as
     assert report.first_model == "proxy:scripted-embedding" and report.embedding_model == "scripted-embedding"
     assert report.embedding_requests == len(strong.embed_calls) == 1 and len(strong.embed_calls[0]) == len(df)
     assert report.kept_share == report.by_first / len(df)
+    # Requests are what was sent: the strong model's and the embeddings', none for a row the proxy kept.
+    assert batch.requests == len(strong.calls) + report.embedding_requests == report.by_then + 1
     frame = batch.to_dataframe()
     assert set(frame.loc[frame["answered_by"] == "first", "model"]) == {"proxy:scripted-embedding"}
     assert "proxy:scripted-embedding" in str(report)

@@ -30,6 +30,7 @@ EXPECTED = [
     "13_cheapest_correct_column",
     "14_semantic_operators",
     "15_evaluate_and_trace",
+    "16_real_vectors_offline",
 ]
 KNOWN_TAGS = {"nbval-ignore-output", "nbval-check-output", "nbval-skip", "raises-exception"}
 MAX_NOTEBOOK_BYTES = 60_000

@@ -54,6 +54,14 @@ class CascadeReport:
         return self.by_first / len(self.answered_by) if self.answered_by else math.nan
 
     @property
+    def first_requests(self) -> int:
+        """Requests of the first pass: the proxy's embeddings requests, or the cheap model's one scoring request per
+        row it scored (every row with an answer, kept or not)."""
+        if self.embedding_model is not None:
+            return self.embedding_requests
+        return sum(by is not None for by in self.answered_by)
+
+    @property
     def by_first(self) -> int:
         return self.answered_by.count("first")
 
