@@ -36,6 +36,7 @@ class BuiltinProviderClass(Protocol):
     embedded: bool
     scores_labels: bool
     embeds: bool
+    default_embedding_model: str | None
 
     def __call__(self, settings: AIForgeSettings, /) -> Provider: ...
 

@@ -141,8 +141,7 @@ def first_pass_pricer(first: BatchOwner | str, strong: BatchOwner) -> ItemPricer
                 pass
             else:
                 free = embedder.free
-                default: str | None = getattr(embedder, "default_embedding_model", None)
-                model = settings.EMBEDDING_MODEL or default or name
+                model = settings.EMBEDDING_MODEL or embedder.default_embedding_model or name
     else:
         assert not isinstance(first, str)
         model, system_prompt, settings = first.model, first.request_context.system_prompt, first.settings
