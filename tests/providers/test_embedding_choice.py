@@ -64,9 +64,10 @@ def test_chat_on_anthropic_takes_its_vectors_from_openai(llm_server: LLMServer) 
 def test_dedup_on_an_anthropic_agent_embeds_over_openai_at_the_models_threshold(llm_server: LLMServer) -> None:
     agent = anthropic_chat(llm_server, EMBEDDING_PROVIDER="openai")
     frame = pd.DataFrame({"ticket": ["refund my order please", "Refund my order, please!", "new card"]})
-    ids = frame.aiforge.dedup("ticket", agent=agent)
+    # confirm=False: on a billed chat model the default is threshold="auto" (tests/semantic/test_dedup_auto.py)
+    ids = frame.aiforge.dedup("ticket", confirm=False, agent=agent)
     report = ids.attrs["aiforge"]
-    assert ids.tolist() == [0, 0, 2]
+    assert ids.tolist() == [0, 0, 2] and report.how == "table"
     assert report.embedding.model == "text-embedding-3-small" and report.band.accept == 0.9
     assert {r.path for r in llm_server.requests} == {"/v1/embeddings"}
 
