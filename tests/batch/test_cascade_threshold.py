@@ -11,6 +11,7 @@ from aiforge.batch.cascade.threshold import (
     agreement_lower_bound,
     beta_quantile,
     choose_threshold,
+    first_step,
     fewest_rows,
     regularized_beta,
 )
@@ -68,9 +69,11 @@ def test_a_clean_sample_keeps_every_confident_row_and_stops_where_agreement_fall
     confidences = [0.99 - i / 10_000 for i in range(100)] + [0.6 - i / 1000 for i in range(100)]
     agrees = [True] * 100 + [i % 2 == 0 for i in range(100)]
     chosen = choose_threshold(confidences, agrees, target=0.9, confidence=0.95)
-    assert 0.6 < chosen.threshold <= confidences[99]
-    assert chosen.kept >= 100 - fewest_rows(0.9, 0.95) // 2 and chosen.agreed == chosen.kept
-    assert chosen.lower_bound >= 0.9 and chosen.agreement == 1.0
+    step = fewest_rows(0.9, 0.95) // 2  # rows each threshold after the first adds
+    # The threshold tested next after the confident rows may take a few unsure ones (the grid's step), never more.
+    assert confidences[100 + step] < chosen.threshold <= confidences[100 - step]
+    assert 100 - step <= chosen.kept <= 100 + step and chosen.agreed >= chosen.kept - step // 2
+    assert chosen.lower_bound >= 0.9 and chosen.agreement >= 0.95
 
 
 def test_fixed_sequence_stops_at_the_first_threshold_that_fails_even_if_a_lower_one_would_pass() -> None:
@@ -121,3 +124,15 @@ def test_the_bound_holds_at_the_stated_confidence_over_many_samples() -> None:
 def test_confidences_and_agreements_of_different_lengths_are_a_value_error() -> None:
     with pytest.raises(ValueError, match="3 confidences but 2 agreements"):
         choose_threshold([0.1, 0.2, 0.3], [True, False], target=0.9, confidence=0.95)
+
+
+def test_the_first_threshold_keeps_enough_rows_for_two_slips_of_the_strong_model() -> None:
+    """Two disagreements among the 61 most confident sample rows (the strong model's own slips) no longer end the
+    sequence at its first threshold: at twice fewest_rows (58) they did, and the proxy cascade kept nothing."""
+    first = first_step(0.9, 0.95)
+    assert first == 61 > 2 * fewest_rows(0.9, 0.95)
+    assert agreement_lower_bound(first - 2, first, 0.95) >= 0.9 > agreement_lower_bound(first - 3, first - 1, 0.95)
+    confidences = [1 - i / 1000 for i in range(200)]
+    agrees = [i not in (3, 40) for i in range(150)] + [False] * 50  # two slips on top, then a first pass gone wrong
+    chosen = choose_threshold(confidences, agrees, target=0.9, confidence=0.95)
+    assert chosen.kept >= first and chosen.lower_bound >= 0.9

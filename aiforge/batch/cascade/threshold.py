@@ -87,6 +87,19 @@ def fewest_rows(target: float, confidence: float) -> int:
     return math.ceil(math.log(1.0 - confidence) / math.log(target))
 
 
+def first_step(target: float, confidence: float) -> int:
+    """Sample rows the first threshold tested keeps: enough that two disagreements among the most confident rows
+    still let the bound reach ``target`` (61 rows at 0.9 and 0.95), and at least twice ``fewest_rows``.
+
+    The strong model slips now and then on rows any first pass gets right; with the first test at twice
+    ``fewest_rows`` (58 rows), two such slips among them ended the sequence at once, and the proxy cascade
+    kept nothing on 2 of 10 sample seeds of 600 tickets (``bench/cost_proxy_cascade.py``); at 61, none did."""
+    rows = fewest_rows(target, confidence) + 2
+    while agreement_lower_bound(rows - 2, rows, confidence) < target:
+        rows += 1
+    return max(2 * fewest_rows(target, confidence), rows)
+
+
 @dataclass(frozen=True, slots=True)
 class Calibration:
     """The threshold ``choose_threshold`` chose and what the sample showed at it."""
@@ -115,21 +128,21 @@ def choose_threshold(
 
     ``confidences[i]`` is the cheap model's confidence on sample row ``i``, ``agrees[i]`` whether its answer
     agreed with the reference. Thresholds are tested from the highest downwards (see the module's docstring).
-    The first keeps twice ``fewest_rows`` sample rows, so that one disagreement among the most confident rows
-    does not end the sequence at once; each later one adds at least half that many. Ties stay together. When
+    The first keeps ``first_step`` sample rows, so that two disagreements among the most confident rows do not
+    end the sequence at once; each later one adds at least half ``fewest_rows``. Ties stay together. When
     none passes, the threshold is ``math.inf`` (every row goes to the strong model).
     """
     if len(confidences) != len(agrees):
         raise ValueError(f"{len(confidences)} confidences but {len(agrees)} agreements")
     rows = sorted(zip(confidences, agrees, strict=True), key=lambda row: -row[0])
-    fewest = fewest_rows(target, confidence)
+    fewest, first = fewest_rows(target, confidence), first_step(target, confidence)
     chosen = Calibration(math.inf, 0, 0, 0.0, 0)
     agreed = kept = tested = 0
     last = 0  # rows counted at the last threshold tested
     for position, (value, agree) in enumerate(rows):
         agreed, kept = agreed + agree, kept + 1
         tie = position + 1 < len(rows) and rows[position + 1][0] == value
-        step = 2 * fewest if last == 0 else max(1, fewest // 2)
+        step = first if last == 0 else max(1, fewest // 2)
         if tie or (kept - last < step and kept < len(rows)):
             continue
         tested, last = tested + 1, kept
