@@ -11,8 +11,8 @@ from aiforge.batch.cascade.threshold import (
     agreement_lower_bound,
     beta_quantile,
     choose_threshold,
-    first_step,
     fewest_rows,
+    first_step,
     regularized_beta,
 )
 
