@@ -4,6 +4,7 @@ The strong model is scripted (planted themes, some noise); the vectors are the s
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import subprocess
 import sys
@@ -34,6 +35,11 @@ LABELS = list(THEMES)
 FILLER = ["please", "help", "today", "again", "my", "the", "since", "monday", "hi", "team", "thanks", "urgent"]
 
 
+needs_sklearn = pytest.mark.skipif(
+    importlib.util.find_spec("sklearn") is None, reason="scikit-learn is in the [embeddings] extra, not installed"
+)
+
+
 def tickets(n: int, seed: int = 32) -> tuple[pd.DataFrame, dict[str, str]]:
     """``n`` tickets, each a few of its theme's words among filler (one in ten also carries another theme's words),
     and what the strong model answers for each text: its theme, or a random one 1 % of the time."""
@@ -58,6 +64,7 @@ def strong_provider(answers: dict[str, str], **options: Any) -> ScriptedProvider
     return ScriptedProvider(default=reply, model="gpt-4o", **options)
 
 
+@needs_sklearn
 def test_the_proxy_keeps_rows_that_meet_the_target_on_held_out_rows_and_never_asks_them() -> None:
     df, answers = tickets(2000)
     strong = strong_provider(answers)
@@ -85,6 +92,7 @@ def test_the_proxy_keeps_rows_that_meet_the_target_on_held_out_rows_and_never_as
     assert "proxy:scripted-embedding" in str(report)
 
 
+@needs_sklearn
 def test_the_same_seed_draws_the_same_sample_and_folds() -> None:
     df, answers = tickets(600)
     runs = [
@@ -101,6 +109,7 @@ def test_the_same_seed_draws_the_same_sample_and_folds() -> None:
     assert runs[0].threshold == runs[1].threshold and runs[0].answered_by == runs[1].answered_by
 
 
+@needs_sklearn
 def test_labels_the_proxy_cannot_learn_keep_nothing_as_no_row_is_scored_by_a_model_that_saw_it() -> None:
     # The strong model answers at random: a model scored on its own training rows would agree with them (it fits
     # them), but out of fold it agrees one time in eight, so no threshold passes and every row goes to the strong one.
@@ -115,6 +124,7 @@ def test_labels_the_proxy_cannot_learn_keep_nothing_as_no_row_is_scored_by_a_mod
     assert report.by_first == 0 and len(strong.calls) == 400 and "no threshold reached the target" in str(report)
 
 
+@needs_sklearn
 def test_texts_are_embedded_once_within_limits_and_a_truth_column_trains_without_the_strong_model() -> None:
     df, answers = tickets(500)
     df = pd.concat([df, df.iloc[:100]], ignore_index=True)
@@ -160,6 +170,7 @@ def wire() -> Iterator[tuple[LLMServer, dict[str, str]]]:
         yield server, answers
 
 
+@needs_sklearn
 def test_over_the_wire_the_rows_are_embedded_in_few_requests_priced_and_kept_rows_are_never_asked(
     wire: tuple[LLMServer, dict[str, str]],
 ) -> None:
@@ -187,6 +198,7 @@ def test_over_the_wire_the_rows_are_embedded_in_few_requests_priced_and_kept_row
     assert not kept & asked
 
 
+@needs_sklearn
 def test_a_chat_provider_that_cannot_embed_is_refused_before_any_request(srv_anthropic: LLMServer) -> None:
     claude = ChatAgent(
         provider="anthropic", ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=srv_anthropic.anthropic_base_url
