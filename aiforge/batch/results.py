@@ -129,7 +129,8 @@ class BatchResult(OperationReport):
         """Requests sent to the model: each answer's model steps (output retries included; a cached or repeated
         row's none), each packed request once, and one per row that failed once sent (a missing value or a row
         ``max_cost`` skipped was never sent). With ``cascade``, the rows the first pass kept count as its requests
-        (``CascadeReport.first_requests``: the proxy's embeddings, or the cheap model's scoring of every row)."""
+        (``CascadeReport.first_requests``: the proxy's embeddings, or the cheap model's scoring of each distinct
+        prompt)."""
         sent = 0
         by = self.cascade.answered_by if self.cascade is not None else ()
         for index, result in zip(self.indices, self.results, strict=True):
@@ -141,7 +142,7 @@ class BatchResult(OperationReport):
             steps = sum(record.get("step") == "model" for record in trace) if trace else 0
             sent += steps or 1
         unsent = sum(isinstance(f.error, MissingValueError | BudgetExceededError) for f in self.failed)
-        first = self.cascade.first_requests if self.cascade is not None else 0
+        first = self.cascade.first_requests(self.inputs) if self.cascade is not None else 0
         return sent + first + (self.packing.requests if self.packing is not None else 0) + len(self.failed) - unsent
 
     @property

@@ -114,7 +114,7 @@ def interrupted(kept: KeptBatch) -> BatchInterrupted:
 class CheckpointPart(os.PathLike[str]):
     """One batch's place in a call's checkpoint file: the file (``os.fspath``) and the name of the part.
 
-    ``agg``'s levels, ``evaluate``'s candidates, a Dask job's partitions and ``topk``'s rounds are each a batch of
+    ``agg``'s levels, ``evaluate``'s candidates and ``topk``'s rounds are each a batch of
     their own; each is given the call's ``checkpoint=`` file with its part's name, and ``run_batch`` keeps its
     finished rows there under that name (``store.Checkpoint``).
     """
@@ -149,6 +149,17 @@ def checkpoint_file(checkpoint: Any, operation: str = "run_batch") -> str | None
             f"pass a file, e.g. checkpoint={os.path.join(path, 'checkpoint.sqlite')!r}"
         )
     return path
+
+
+def checkpoint_beside(checkpoint: Any, name: str, operation: str) -> str | None:
+    """The file of a batch that runs in another process, perhaps on another host (a Dask partition): beside the
+    call's ``checkpoint=`` file, ``<stem>.<name><suffix>``, so that each file has one writer. SQLite's write-ahead
+    log needs every writer of a file on one host; one writer per file keeps a shared filesystem usable."""
+    path = checkpoint_file(checkpoint, operation)
+    if path is None:
+        return None
+    stem, suffix = os.path.splitext(path)
+    return f"{stem}.{name}{suffix}"
 
 
 def checkpoint_part(checkpoint: Any, part: str, operation: str) -> CheckpointPart | None:

@@ -12,9 +12,10 @@ the picklable ``PartitionSpec`` (no client, no cluster), so Dask's ``map_partiti
 The ``BatchResult`` of the partition is in the result's ``.attrs["aiforge"]``. The agent is built from
 ``spec.settings`` once per process and reused by every partition with the same settings (an embedded model is
 loaded once per worker). A spec never carries an API key: workers read it from their environment, so it never
-travels in a task graph. ``checkpoint=`` names one file every worker sees: each partition keeps its batch there under
-the partition's content, so a partition retried on another worker resumes from what was answered (the workers'
-processes share the SQLite file, each write waiting for the others', as a shared ``cache=`` does).
+travels in a task graph. ``checkpoint=`` names a file on a filesystem every worker sees: each partition keeps its
+batch in a file of its own beside it, named by the partition's content (``batch.resume.checkpoint_beside``), so a
+partition retried on another worker resumes from what was answered and every file has one writer (SQLite's
+write-ahead log needs every writer of a file on one host).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from aiforge.batch.options import DEFAULT_CONCURRENCY, PARTITION_OPTIONS, take_options
-from aiforge.batch.resume import checkpoint_file, checkpoint_part
+from aiforge.batch.resume import checkpoint_beside, checkpoint_file
 from aiforge.core.columns import OUTPUT_COLUMN, output_columns
 from aiforge.core.labels import checked_labels
 from aiforge.core.output import OutputSpec
@@ -67,7 +68,7 @@ class PartitionSpec:
     settings: Mapping[str, Any] = field(default_factory=dict)
     """Keywords of ``ChatAgent(memory="none", ...)`` (never an API key)."""
     options: Mapping[str, Any] = field(default_factory=dict)
-    """``run_batch``'s options of ``PARTITION_OPTIONS`` (``checkpoint``: the one file of every partition)."""
+    """``run_batch``'s options of ``PARTITION_OPTIONS`` (``checkpoint``: a file each partition's beside)."""
 
     @classmethod
     def of(
@@ -138,8 +139,8 @@ def run_partition(part: pd.DataFrame, spec: PartitionSpec) -> BatchResult:
     else:
         items = part
     options = dict(spec.options)
-    if options.get("checkpoint") is not None:  # the one file; this partition's batch under its content's key
-        options["checkpoint"] = checkpoint_part(options["checkpoint"], f"partition-{partition_key(part)}", "dask")
+    if options.get("checkpoint") is not None:  # a file of its own beside the call's, named by its content
+        options["checkpoint"] = checkpoint_beside(options["checkpoint"], f"partition-{partition_key(part)}", "dask")
     agent = process_agent(spec.settings)
     result: BatchResult = agent.run_batch(
         items, spec.concurrency, max(len(items), 1), output=spec.output, prompt=spec.prompt, **options

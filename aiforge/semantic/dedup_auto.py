@@ -173,8 +173,10 @@ def sample_band(unit: np.ndarray, target_recall: float, sample: int, label: Pair
     reached = np.cumsum(weight[labels][order]) >= target_recall * weight[labels].sum() - 1e-9
     estimate.threshold = math.floor(float(sims[labels][order][int(np.argmax(reached))]) * 1e6) / 1e6
     wrong = sims[~labels & (sims >= estimate.threshold)]
+    # Above the most similar "no" (or from the threshold up, when no "no" lies there): is that range sure?
+    above = sims > float(wrong.max()) if len(wrong) else sims >= estimate.threshold
     top = float(wrong.max()) if len(wrong) else -1.0
-    if int((labels & (sims > top)).sum()) < SURE:  # too few answers to call any range sure: confirm all above
+    if int((labels & above).sum()) < SURE:  # too few answers to call any range sure: confirm all above
         estimate.bound = 1.0
     else:
         estimate.bound = min(1.0, math.floor(top * 1e6 + 1) / 1e6) if len(wrong) else estimate.threshold

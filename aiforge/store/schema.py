@@ -97,7 +97,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     (
         # Several batches in one checkpoint file, each under its part's name ('' for a plain run_batch): agg's levels,
-        # evaluate's candidates, a Dask job's partitions and topk's rounds share the one file checkpoint= names. A
+        # evaluate's candidates and topk's rounds share the one file checkpoint= names. A
         # file written before keeps its batch as part ''; checkpoint_batch is no longer read.
         """CREATE TABLE checkpoint_parts (
             part TEXT PRIMARY KEY,

@@ -429,3 +429,14 @@ def test_the_cheap_pass_draws_a_bar_over_the_distinct_rows_it_scores(
     cascade = Cascade(first=cheap_agent(), then=ChatAgent(provider=strong))
     df.aiforge.classify("{review}", labels=LABELS, cascade=cascade)
     assert (bars[0].total, bars[0].counted) == (100, 100)  # then the strong model's own bars
+
+
+def test_requests_are_what_both_models_were_sent_once_per_distinct_prompt(strong: ScriptedProvider) -> None:
+    """A kept row is not a strong request; the cheap model scores each distinct prompt once (rows repeat here)."""
+    df = pd.concat([reviews(300), reviews(300)], ignore_index=True)
+    cheap = cheap_agent()
+    cascade = Cascade(first=cheap, then=ChatAgent(provider=strong), target=0.9, confidence=0.95)
+    batch = df.aiforge.classify("{review}", labels=LABELS, cascade=cascade, cache=False).attrs["aiforge"]
+    scored = len(cheap.provider.calls)
+    assert scored == df["review"].nunique() == 300
+    assert batch.requests == scored + len(strong.calls) < len(df)

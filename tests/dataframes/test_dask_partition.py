@@ -78,12 +78,17 @@ def test_the_agent_is_built_once_per_process_and_settings(server: LLMServer) -> 
     assert process_agent(SETTINGS) is not process_agent({**SETTINGS, "model": "gpt-4o"})
 
 
-def test_one_checkpoint_file_keeps_every_partition_and_a_rerun_asks_nothing(server: LLMServer, tmp_path: Path) -> None:
+def test_each_partition_keeps_its_rows_in_a_file_beside_the_checkpoint_and_a_rerun_asks_nothing(
+    server: LLMServer, tmp_path: Path
+) -> None:
+    """One writer per file: partitions run in worker processes, perhaps on other hosts, and SQLite's write-ahead
+    log needs every writer of a file on one host."""
     spec = PartitionSpec.of("map", "{review}", cache=False, checkpoint=tmp_path / "ck.sqlite", **SETTINGS)
     first, second = rows(0, 3), rows(3, 3)
     partition_columns(first, spec)
     partition_columns(second, spec)
-    assert [path.name for path in tmp_path.glob("*.sqlite")] == ["ck.sqlite"]
+    files = sorted(path.name for path in tmp_path.glob("*.sqlite"))
+    assert len(files) == 2 and all(name.startswith("ck.partition-") for name in files)
     server.reset()
     again = partition_columns(second, spec)
     assert server.request_count == 0 and again["response"].tolist() == ["echo 3", "echo 4", "echo 5"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -105,3 +106,20 @@ def test_a_key_in_the_settings_is_refused_before_any_partition_runs(server: LLMS
         ddf.aiforge.agg("How many {review}s are there?", OPENAI_API_KEY=KEY, **SETTINGS)
     assert KEY not in str(caught.value)
     assert server.request_count == 0
+
+
+def test_a_checkpoint_keeps_each_partition_in_a_file_beside_it_and_a_rerun_asks_nothing(
+    client: Client, server: LLMServer, tmp_path: Path
+) -> None:
+    """Partitions reduce on worker processes, perhaps on other hosts: one writer a file (SQLite's write-ahead log
+    needs every writer of a file on one host); the fold on the client keeps its levels in the named file."""
+    server.reset()
+    ddf = dd.from_pandas(frame(200), npartitions=3)
+    checkpoint = tmp_path / "agg.sqlite"
+    first = ddf.aiforge.agg("How many {review}s are there?", checkpoint=checkpoint, **SETTINGS)
+    assert count_of(first) == 200 and server.request_count > 3
+    beside = sorted(path.name for path in tmp_path.glob("agg.partition-*.sqlite"))
+    assert len(beside) == 3 and checkpoint.exists()
+    server.reset()
+    again = ddf.aiforge.agg("How many {review}s are there?", checkpoint=checkpoint, **SETTINGS)
+    assert count_of(again) == 200 and server.request_count == 0

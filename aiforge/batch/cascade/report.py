@@ -5,6 +5,10 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +57,12 @@ class CascadeReport:
         """The share of the rows the first pass answered (``by_first`` over all rows; nan for none)."""
         return self.by_first / len(self.answered_by) if self.answered_by else math.nan
 
-    @property
-    def first_requests(self) -> int:
-        """Requests of the first pass: the proxy's embeddings requests, or the cheap model's one scoring request per
-        row it scored (every row with an answer, kept or not)."""
+    def first_requests(self, inputs: Sequence[str]) -> int:
+        """Requests of the first pass over a batch of ``inputs`` (one prompt per row): the proxy's embeddings
+        requests, or the cheap model's one scoring request per distinct prompt it scored (kept or not)."""
         if self.embedding_model is not None:
             return self.embedding_requests
-        return sum(by is not None for by in self.answered_by)
+        return len({inputs[i] for i, by in enumerate(self.answered_by) if by is not None and i < len(inputs)})
 
     @property
     def by_first(self) -> int:

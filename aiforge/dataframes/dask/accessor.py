@@ -85,7 +85,7 @@ class DaskOperations:
         Each partition reduces its rows to partial answers (one per group) with ``map_partitions``; the client
         folds them into the answer, as ``df.aiforge.agg`` does: every request, on a worker or the client, fits
         ``CONTEXT_WINDOW``. The answer's ``.attrs["aiforge"]`` is the ``AggReport`` of the fold, with the
-        partitions' spend in ``.partitions``. Options as ``df.aiforge.agg``'s (``checkpoint=`` one file every
+        partitions' spend in ``.partitions``. Options as ``df.aiforge.agg``'s (``checkpoint=`` a file every
         worker sees).
         """
         from aiforge.dataframes.dask.agg import dask_agg

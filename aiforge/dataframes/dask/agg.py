@@ -102,7 +102,8 @@ def _partition_partials(part: pd.DataFrame, spec: AggPartitionSpec, job: DaskJob
     """One partial answer per group of ``part`` (``final=False``: it is folded with the other partitions'),
     with what the partition spent on its first row."""
     from aiforge.batch.embedded import stay_quiet
-    from aiforge.dataframes.partition import process_agent
+    from aiforge.batch.resume import checkpoint_beside
+    from aiforge.dataframes.partition import partition_key, process_agent
     from aiforge.semantic.agg.frames import by_groupby, grouped_texts, instruction_for, row_texts
     from aiforge.semantic.agg.reduce import reduce_groups
 
@@ -116,6 +117,9 @@ def _partition_partials(part: pd.DataFrame, spec: AggPartitionSpec, job: DaskJob
     else:
         keys = pd.DataFrame(index=range(1))
         group_texts = [[text for text in texts if text is not None]]
+    options = dict(spec.options)
+    if options.get("checkpoint") is not None:  # a file of its own beside the call's: one writer a file
+        options["checkpoint"] = checkpoint_beside(options["checkpoint"], f"partition-{partition_key(part)}", "agg")
     with leases(job, sum(map(len, group_texts))) as held:
         answers, report = reduce_groups(
             process_agent(spec.settings),
@@ -123,7 +127,7 @@ def _partition_partials(part: pd.DataFrame, spec: AggPartitionSpec, job: DaskJob
             group_texts,
             final=False,
             concurrency=held,
-            options=spec.options,
+            options=options,
         )
     frame = keys.assign(**{PARTIAL_COLUMN: pd.Series(answers, index=keys.index, dtype=object)})
     spent = [report.requests, report.total_tokens, report.total_cost, report.largest_request]

@@ -7,8 +7,8 @@ Each operation is one ``map_partitions`` with the right ``meta``: a partition's 
   ``ANTHROPIC_API_KEY`` / ``AIFORGE_*`` from their own environment: a ``LocalCluster`` inherits the client's; on a
   cluster set them where workers start (a Kubernetes secret, the job script).
 - Faults: a worker killed mid-partition makes Dask run the partition again elsewhere; every row is in the output
-  exactly once. With ``checkpoint=FILE`` (every partition in it, on a filesystem every worker sees) or a shared
-  ``cache=``, the rows answered before the kill are not asked again.
+  exactly once. With ``checkpoint=FILE`` (each partition in a file of its own beside it, on a filesystem every
+  worker sees) or a shared ``cache=``, the rows answered before the kill are not asked again.
 """
 
 from __future__ import annotations
