@@ -235,3 +235,23 @@ def test_with_a_billed_chat_model_auto_is_the_default_and_confirm_false_keeps_th
     assert table.how == "table" and table.requests == 1 and not quiet.provider.calls  # the embeddings request only
     free = frame.aiforge.dedup("text", agent=planted_agent()).attrs["aiforge"]  # a free model: the table, unasked
     assert free.how == "table" and free.sampling_requests == 0
+
+
+def test_with_no_false_pair_above_the_threshold_only_duplicates_at_or_above_it_make_the_range_sure() -> None:
+    """Accepting pairs unasked needs SURE (20) sampled duplicates where they would be accepted; duplicates below the
+    threshold (here 18 of them) used to count too when no "no" lay above it."""
+    from aiforge.semantic.dedup_auto import SURE, sample_band
+
+    similarities = [*np.linspace(0.90, 0.98, 12), *np.linspace(0.45, 0.60, 18)]
+    vectors = np.zeros((2 * len(similarities), 2 * len(similarities)), dtype=np.float32)
+    for k, similarity in enumerate(similarities):
+        vectors[2 * k, 2 * k] = 1.0
+        vectors[2 * k + 1, 2 * k], vectors[2 * k + 1, 2 * k + 1] = similarity, math.sqrt(1 - similarity**2)
+
+    def every_pair_a_duplicate(pairs: list[tuple[int, int]]) -> tuple[list[bool | None], None]:
+        return [True for _ in pairs], None
+
+    estimate = sample_band(vectors, 0.3, 100, every_pair_a_duplicate)
+    above = sum(s >= estimate.threshold for s in similarities)
+    assert estimate.positives == 30 and above < SURE and estimate.threshold >= 0.9
+    assert estimate.bound == 1.0  # every pair from the threshold up is asked, none accepted unasked
