@@ -139,4 +139,6 @@ def test_a_grouped_agg_leaves_its_report_on_the_grouped_frame_and_a_series_on_it
     flag = reviews.aiforge.agg("Any refund asked in {value}?", output=bool, provider=ScriptedProvider(default="false"))
     assert flag is False
     assert isinstance(reviews.aiforge.last_report, AggReport)
-    assert frame["review"].aiforge.last_report is None  # a new Series: keep the one the call ran on
+    # A copy does not take it: keep the Series the call ran on (pandas 3 makes a new one at each frame["review"];
+    # pandas 2 without copy-on-write may hand back the cached one, which keeps it).
+    assert reviews.copy().aiforge.last_report is None
