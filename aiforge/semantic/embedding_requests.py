@@ -8,9 +8,10 @@ import asyncio
 import base64
 from typing import TYPE_CHECKING, Any
 
+from aiforge.core.embedding_batches import unit_rows
 from aiforge.core.pricing import price_of
 from aiforge.core.tokens import estimate_tokens
-from aiforge.core.types import EmbeddingLimits, ProviderError, Usage
+from aiforge.core.types import EmbeddingLimits, Usage
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,34 +26,6 @@ def request_limits(limits: EmbeddingLimits, batch_size: int | None) -> Embedding
     if batch_size is None:
         return limits
     return EmbeddingLimits(max_inputs=min(batch_size, limits.max_inputs), max_tokens=limits.max_tokens)
-
-
-def chunked(texts: list[str], limits: EmbeddingLimits) -> list[list[str]]:
-    """``texts`` in order, cut into requests of at most ``max_inputs`` texts and ``max_tokens`` tokens (bounded by
-    ``_token_bound``). A text over the budget on its own still goes, alone: the server says whether it is too long.
-    """
-    chunks: list[list[str]] = []
-    current: list[str] = []
-    tokens = 0
-    for text in texts:
-        size = _token_bound(text)
-        if current and (len(current) >= limits.max_inputs or tokens + size > limits.max_tokens):
-            chunks.append(current)
-            current, tokens = [], 0
-        current.append(text)
-        tokens += size
-    if current:
-        chunks.append(current)
-    return chunks
-
-
-def _token_bound(text: str) -> int:
-    """A high estimate of ``text``'s tokens: its UTF-8 bytes / 3, rounded up.
-
-    ``estimate_tokens`` (characters / 4) fits English but undercounts other scripts four times over, and a request
-    over the server's budget fails whole; bytes / 3 is above the real count for English and near it for CJK.
-    """
-    return -(-len(text.encode("utf-8", "surrogatepass")) // 3)
 
 
 class EmbeddingRequests:
@@ -127,7 +100,7 @@ class EmbeddingRequests:
         """One request: its vectors normalised, priced, recorded and cached (only when the whole request succeeded)."""
         agent = self.agent
         result = await self.provider.embed(texts, self.model)
-        rows = _unit_rows(result.vectors, len(texts), self.provider_name)
+        rows = unit_rows(result.vectors, len(texts), self.provider_name)
         free = self.provider.free
         cost, priced = (0.0, True) if free else price_of(result.usage, self.model, agent.settings.PRICES)
         agent.cost_tracker.record(
@@ -148,22 +121,6 @@ class EmbeddingRequests:
             for text, row, weight in zip(texts, rows, weights, strict=True):
                 self.cache.put(self.key(text), _encoded(row), cost=cost * weight / total if total else 0.0)
         return dict(zip(texts, rows, strict=True))
-
-
-def _unit_rows(vectors: Any, count: int, provider: str) -> np.ndarray:
-    """A provider's vectors as float32 rows of unit length (a zero row stays zero); checks there is one per text."""
-    import numpy as np
-
-    matrix = np.asarray(vectors, dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != count or not np.isfinite(matrix).all():
-        raise ProviderError(
-            f"the {provider} provider returned embeddings of shape {matrix.shape} (finite: "
-            f"{bool(np.isfinite(matrix).all())}) for {count} texts",
-            provider=provider,
-        )
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    unit: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-    return unit
 
 
 def _encoded(row: np.ndarray) -> dict[str, Any]:

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 from aiforge.batch.options import DEFAULT_CONCURRENCY as OPERATIONS_CONCURRENCY
 from aiforge.chat.arguments import checked_positive
 from aiforge.core.aio import run_sync
+from aiforge.core.embedding_batches import chunked
 from aiforge.core.report import OperationReport
 from aiforge.core.types import ConfigError, Usage, UsageError
-from aiforge.semantic.embedding_requests import EmbeddingRequests, chunked, request_limits
+from aiforge.semantic.embedding_requests import EmbeddingRequests, request_limits
 
 if TYPE_CHECKING:
     import numpy as np

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from aiforge.core.embedding_batches import chunked, unit_rows
 from aiforge.core.progress import progress_bar, progress_enabled
-from aiforge.core.types import ConfigError, EmbeddingLimits, LabelScores, Usage, UsageError
+from aiforge.core.types import ConfigError, LabelScores, Usage, UsageError
 from aiforge.providers.embedding_choice import check_embedding_settings, embedding_provider
 
 if TYPE_CHECKING:
@@ -89,8 +90,6 @@ class RowVectors:
 async def embed_rows(owner: BatchOwner, texts: Sequence[str]) -> RowVectors:
     """Each distinct text of ``texts`` embedded once by ``owner``'s embedding provider, priced and recorded on its
     cost tracker (kind ``"embedding"``). A provider that cannot embed is a ``ConfigError`` before any request."""
-    import numpy as np
-
     settings = owner.settings
     check_embedding_settings(settings, owner.provider_name)
     provider, name = embedding_provider(settings, owner.provider, owner.provider_name)
@@ -101,7 +100,7 @@ async def embed_rows(owner: BatchOwner, texts: Sequence[str]) -> RowVectors:
         )
     model = provider.embedding_model(settings.EMBEDDING_MODEL)
     distinct = list(dict.fromkeys(texts))
-    chunks = _chunks(distinct, provider.embedding_limits)
+    chunks = chunked(distinct, provider.embedding_limits)
     by_text: dict[str, np.ndarray] = {}
     usage, cost, requests = Usage(), 0.0, 0
     shown = len(chunks) > 1 and progress_enabled(settings.PROGRESS_BAR)
@@ -110,10 +109,7 @@ async def embed_rows(owner: BatchOwner, texts: Sequence[str]) -> RowVectors:
         for chunk in chunks:
             result = await provider.embed(chunk, model)
             requests += 1
-            raw = np.asarray(result.vectors, dtype=np.float32).reshape(len(chunk), -1)
-            norms = np.linalg.norm(raw, axis=1, keepdims=True)
-            rows = (raw / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-            by_text.update(zip(chunk, rows, strict=True))
+            by_text.update(zip(chunk, unit_rows(result.vectors, len(chunk), name), strict=True))
             usage = usage + result.usage
             cost += owner.cost_tracker.record(
                 result.usage,
@@ -129,21 +125,6 @@ async def embed_rows(owner: BatchOwner, texts: Sequence[str]) -> RowVectors:
         if bar is not None:
             bar.close()
     return RowVectors(by_text, model, requests, usage, cost)
-
-
-def _chunks(texts: list[str], limits: EmbeddingLimits) -> list[list[str]]:
-    """``texts`` cut into requests within the provider's limits: at most ``max_inputs`` texts, and ``max_tokens``
-    tokens counted high (UTF-8 bytes / 3, as ``run_embeddings`` counts them; a longer text goes alone)."""
-    chunks: list[list[str]] = []
-    tokens = 0
-    for text in texts:
-        size = -(-len(text.encode("utf-8", "surrogatepass")) // 3)
-        if not chunks or len(chunks[-1]) >= limits.max_inputs or tokens + size > limits.max_tokens:
-            chunks.append([])
-            tokens = 0
-        chunks[-1].append(text)
-        tokens += size
-    return chunks
 
 
 def fit_proxy(vectors: np.ndarray | None, labels: Sequence[str], seed: int) -> Any:
