@@ -25,6 +25,7 @@ _LAZY: dict[str, str] = {
     "BaseModule": "aiforge.modules.base",
     "CostTracker": "aiforge.core.costs",
     "describe": "aiforge.core.describe",
+    "File": "aiforge.core.files",
     "Provider": "aiforge.providers.base",
     "register_provider": "aiforge.providers",
     "ScriptedProvider": "aiforge.providers.scripted",
@@ -51,6 +52,7 @@ _LAZY: dict[str, str] = {
     "ReplayMismatchError": "aiforge.core.errors",
     "BudgetExceededError": "aiforge.core.errors",
     "MissingValueError": "aiforge.core.errors",
+    "FileInputError": "aiforge.core.errors",
     "BatchInterrupted": "aiforge.core.errors",
     "JobNotFinishedError": "aiforge.core.errors",
     "EmbeddedModelWarning": "aiforge.core.errors",
@@ -92,6 +94,8 @@ __all__ = [
     "ItemNotRunError",
     "JobNotFinishedError",
     "MissingValueError",
+    "File",
+    "FileInputError",
     "NotFoundError",
     "OutputRefusedError",
     "OutputValidationError",
@@ -141,6 +145,7 @@ if TYPE_CHECKING:
         ContextWindowExceededError,
         EmbeddedModelWarning,
         FailedRowsWarning,
+        FileInputError,
         Interrupted,
         ItemNotRunError,
         JobNotFinishedError,
@@ -156,6 +161,7 @@ if TYPE_CHECKING:
         TruncatedRowWarning,
         UsageError,
     )
+    from aiforge.core.files import File
     from aiforge.core.logs import setup_logging
     from aiforge.core.settings import AIForgeSettings, load_settings
     from aiforge.jupyter.panel import ChatPanel

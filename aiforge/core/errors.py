@@ -210,6 +210,11 @@ class MissingValueError(ValueError):
     """A batch row whose item or template field is None, NaN or ``pd.NA``: it fails without a call."""
 
 
+class FileInputError(AIForgeError, ValueError):
+    """A file a row names cannot be sent: missing, unreadable, an encrypted or broken PDF, a corrupt image, or over
+    what the provider reads (bytes, pixels, pages). Only that row fails; the message says which file and why."""
+
+
 class BudgetExceededError(AIForgeError):
     """An item ``run_batch(max_cost=...)`` did not start: running it could have passed the budget."""
 

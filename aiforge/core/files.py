@@ -1,0 +1,237 @@
+"""Files as inputs: a PDF or an image in a column, asked about like a column of text.
+
+A row's file enters its prompt as a *marker*, ``[[file:<digest>]]``, where ``<digest>`` is the first 32 hex digits of
+the SHA-256 of the file's bytes. Everything that works on prompt texts (a batch's identity and checkpoint, the
+response cache, the repeats a batch asks once) therefore works on the file's content, not on its name: the same
+file under two names is one prompt, and a changed file at the same path is a new one. The vendor wire modules
+turn each marker back into the provider's own block (``split_markers``, ``wire_file``).
+
+Files are read when a batch builds its prompts (on the Dask worker that builds them, for a partition), and again
+when a request is sent: nothing holds a path's bytes in between, and a file changed in between fails its row
+rather than sending other bytes than the ones the prompt was keyed by.
+
+PDF and image specifics (pages, text, pixels, resizing, the providers' token rules) live in ``core.pdfs`` and
+``core.images``; they import pypdf and Pillow (the ``documents`` extra) on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from aiforge.core.errors import FileInputError, UsageError
+
+FileKind = Literal["pdf", "image"]
+
+MARKER = re.compile(r"\[\[file:([0-9a-f]{32})\]\]")
+"""A file's place in a prompt text; group 1 is its digest."""
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF-", "application/pdf"),
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"BM", "image/bmp"),
+    (b"II*\x00", "image/tiff"),
+    (b"MM\x00*", "image/tiff"),
+)
+"""Leading bytes -> MIME type (WebP is RIFF....WEBP, checked apart)."""
+
+
+def sniff_mime(data: bytes) -> str | None:
+    """The MIME type ``data``'s leading bytes say, or None for a kind aiforge does not read."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    head = data[:1024]
+    # A PDF may start with junk before its header (the format allows it within the first 1024 bytes).
+    if b"%PDF-" in head:
+        return "application/pdf"
+    for magic, mime in _MAGIC:
+        if data.startswith(magic):
+            return mime
+    return None
+
+
+def kind_of(mime: str) -> FileKind:
+    return "pdf" if mime == "application/pdf" else "image"
+
+
+class File:
+    """A document or image to put in a prompt: a path (read when needed) or bytes held in memory.
+
+    ``File("invoices/001.pdf")``, ``File(png_bytes, name="scan.png")``, or a PIL image (kept as PNG bytes).
+    A column of ``File``, ``pathlib.Path``, ``bytes`` or PIL images is a file column; a column of plain strings is
+    text unless the operation is told it holds paths (``files=["invoice"]``).
+    """
+
+    __slots__ = ("path", "name", "_data")
+
+    def __init__(self, source: str | os.PathLike[str] | bytes | bytearray | Any, name: str | None = None) -> None:
+        self._data: bytes | None = None
+        self.path: Path | None = None
+        if isinstance(source, File):
+            self.path, self._data = source.path, source._data
+            self.name: str = name or source.name
+            return
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            self._data = bytes(source)
+            self.name = name or "file"
+        elif isinstance(source, (str, os.PathLike)):
+            self.path = Path(source)
+            self.name = name or self.path.name
+        elif _is_pil_image(source):
+            self._data = _pil_png(source)
+            self.name = name or (Path(str(getattr(source, "filename", "") or "image.png")).stem + ".png")
+        else:
+            raise UsageError(f"File() takes a path, bytes or a PIL image, got {type(source).__name__}.")
+
+    def read(self) -> bytes:
+        """The file's bytes: read from its path each time (so a changed file is seen), or the bytes it holds."""
+        if self._data is not None:
+            return self._data
+        assert self.path is not None
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            raise FileInputError(f"{self.path}: no such file.") from None
+        except IsADirectoryError:
+            raise FileInputError(f"{self.path}: a folder, not a file.") from None
+        except OSError as exc:
+            raise FileInputError(f"{self.path}: cannot be read ({exc.strerror or exc}).") from None
+
+    def __repr__(self) -> str:
+        if self.path is not None:
+            shown = repr(str(self.path))
+            return f"File({shown})" if self.name == self.path.name else f"File({shown}, name={self.name!r})"
+        return f"File(<{len(self._data or b'')} bytes>, name={self.name!r})"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, File):
+            return NotImplemented
+        return (self.path, self._data, self.name) == (other.path, other._data, other.name)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.name, None if self._data is None else len(self._data)))
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ReadFile:
+    """A file read once: its bytes, what they are, and the digest its marker carries."""
+
+    file: File
+    data: bytes
+    mime: str
+    digest: str
+
+    @property
+    def kind(self) -> FileKind:
+        return kind_of(self.mime)
+
+    @property
+    def name(self) -> str:
+        return self.file.name
+
+    @property
+    def marker(self) -> str:
+        return f"[[file:{self.digest}]]"
+
+    def __repr__(self) -> str:
+        return f"ReadFile({self.file!r}, {self.mime}, {len(self.data)} bytes, digest={self.digest[:12]}…)"
+
+
+def read_file(value: Any) -> ReadFile:
+    """``value`` (a ``File``, path, bytes or PIL image) read and identified; ``FileInputError`` naming the file when
+    it is missing, unreadable or of a kind aiforge does not send (neither a PDF nor an image)."""
+    file = value if isinstance(value, File) else File(value)
+    data = file.read()
+    if not data:
+        raise FileInputError(f"{file.name}: the file is empty.")
+    mime = sniff_mime(data)
+    if mime is None:
+        raise FileInputError(
+            f"{file.name}: not a PDF or an image (PNG, JPEG, GIF, WebP, BMP, TIFF); aiforge sends those kinds of file."
+        )
+    return ReadFile(file, data, mime, hashlib.sha256(data).hexdigest()[:32])
+
+
+def is_file_value(value: Any) -> bool:
+    """Whether a cell holds a file by its type (``File``, ``Path``, bytes, a PIL image); a str is text."""
+    return isinstance(value, (File, os.PathLike, bytes, bytearray, memoryview)) or _is_pil_image(value)
+
+
+# ---------------------------------------------------------------------------
+# Markers: the files of this process's prompts, by digest
+# ---------------------------------------------------------------------------
+
+_known: dict[str, File] = {}
+_known_lock = threading.Lock()
+
+
+def remember(read: ReadFile) -> str:
+    """``read``'s marker, its file remembered so the wire can send it (``wire_file``)."""
+    with _known_lock:
+        _known.setdefault(read.digest, read.file)
+    return read.marker
+
+
+def split_markers(text: str) -> list[str | ReadFile]:
+    """``text`` cut at its markers: the text between them (empty pieces dropped) and each marker's file, read again
+    and checked to be the bytes the marker names; ``FileInputError`` when a file is gone or has changed."""
+    pieces: list[str | ReadFile] = []
+    at = 0
+    for match in MARKER.finditer(text):
+        if match.start() > at:
+            pieces.append(text[at : match.start()])
+        pieces.append(_reread(match.group(1)))
+        at = match.end()
+    if at < len(text):
+        pieces.append(text[at:])
+    return pieces
+
+
+def has_markers(text: str) -> bool:
+    return "[[file:" in text and MARKER.search(text) is not None
+
+
+def marker_digests(text: str) -> list[str]:
+    return MARKER.findall(text)
+
+
+def known_file(digest: str) -> File:
+    """The file a marker names in this process; ``FileInputError`` when no prompt of this process put it there."""
+    with _known_lock:
+        file = _known.get(digest)
+    if file is None:
+        raise FileInputError(
+            f"[[file:{digest}]]: this prompt names a file no batch of this process read; build the prompt from "
+            "the file column again."
+        )
+    return file
+
+
+def _reread(digest: str) -> ReadFile:
+    read = read_file(known_file(digest))
+    if read.digest != digest:
+        raise FileInputError(f"{read.name}: the file changed while the batch ran; run the batch again.")
+    return read
+
+
+def _is_pil_image(value: Any) -> bool:
+    return any(cls.__module__.startswith("PIL.") and cls.__name__ == "Image" for cls in type(value).__mro__)
+
+
+def _pil_png(image: Any) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
