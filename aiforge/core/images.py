@@ -61,13 +61,16 @@ def resized_image(
     """``(bytes, mime)`` of the image ``data`` fitted to the sizes given (``fitted_size``).
 
     When it already fits and is PNG, JPEG, GIF or WebP, the original bytes come back unchanged. A BMP or TIFF comes
-    back as PNG; a resized image keeps its kind (JPEG and WebP at ``JPEG_QUALITY``; a GIF becomes a PNG of its first
-    frame, which keeps its colours), with its EXIF orientation applied so it is shown the same way up.
+    back as PNG; a resized image keeps its kind (JPEG and WebP at ``JPEG_QUALITY``; a GIF becomes a PNG, which keeps
+    its colours), with its EXIF orientation applied so it is shown the same way up. An animated image is sent as its
+    first frame, resized or not.
     """
     image, turned = _opened(data, name)
     width, height = image.size[::-1] if turned else image.size
     target = fitted_size(width, height, max_side, max_pixels, short_side)
-    if target == (width, height) and mime in SENT_AS_IS:
+    # An animated image (GIF, WebP, APNG) is sent as its first frame: OpenAI refuses animated GIFs.
+    animated = bool(getattr(image, "is_animated", False))
+    if target == (width, height) and mime in SENT_AS_IS and not animated:
         _load(image, name, _eighth(image))
         return data, mime
     from PIL import ImageOps
@@ -110,7 +113,7 @@ def _encoded(image: Any, mime: str, name: str) -> tuple[bytes, str]:
         image.convert("L" if image.mode in ("L", "LA") else "RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
         return buffer.getvalue(), "image/jpeg"
     if mime == "image/webp":
-        image.save(buffer, format="WEBP", quality=JPEG_QUALITY)
+        image.save(buffer, format="WEBP", quality=JPEG_QUALITY, save_all=False)
         return buffer.getvalue(), "image/webp"
     if image.mode not in ("1", "L", "LA", "P", "RGB", "RGBA", "I", "I;16"):
         image = image.convert("RGBA" if _has_alpha(image) else "RGB")

@@ -400,3 +400,15 @@ def test_a_pdf_over_the_bytes_limit_is_refused_before_it_is_parsed() -> None:
 def test_an_encrypted_pdf_fails_on_the_wire_too() -> None:
     with pytest.raises(FileInputError, match=r"^locked\.pdf: the PDF is encrypted"):
         wire_file(read_file(File(encrypted_pdf(None), name="locked.pdf")), "openai")
+
+
+def test_an_animated_gif_is_sent_as_a_png_of_its_first_frame() -> None:
+    from PIL import Image
+
+    frames = [Image.new("RGB", (60, 40), colour) for colour in ("red", "blue", "green")]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:], duration=100)
+    wire = wire_file(read_file(File(buffer.getvalue(), name="spinner.gif")), "openai")
+    assert wire.mime == "image/png"
+    first = Image.open(io.BytesIO(wire.data)).convert("RGB")
+    assert first.size == (60, 40) and first.getpixel((0, 0)) == (255, 0, 0)
