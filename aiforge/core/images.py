@@ -15,8 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiforge.core.errors import ConfigError, FileInputError
-
-DOCUMENTS_EXTRA = 'pip install -e ".[documents]"'
+from aiforge.core.pdfs import DOCUMENTS_EXTRA
 
 SENT_AS_IS = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 """Image kinds both vendors read (OpenAI and Anthropic alike); BMP and TIFF are sent as PNG."""
