@@ -143,7 +143,7 @@ def _opened(data: bytes, name: str) -> tuple[Any, bool]:
             # A PNG's EXIF may follow its pixels: reading it can decode the image, and meet a truncated file.
             return image, image.getexif().get(0x0112, 1) in (5, 6, 7, 8)
     except Image.DecompressionBombError as exc:
-        raise FileInputError(f"{name}: too many pixels to read safely ({_first_line(exc)}).") from exc
+        raise FileInputError(f"{name}: too many pixels to read safely ({_first_line(exc)}); scale it down.") from exc
     except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError ... on a damaged file
         raise FileInputError(f"{name}: not a readable image, corrupt or truncated ({_first_line(exc)}).") from exc
 
