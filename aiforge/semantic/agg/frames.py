@@ -82,7 +82,11 @@ def split_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def agg_data(
-    data: pd.DataFrame | pd.Series, prompt: Any, output: Any, agent: ChatAgent | None, concurrency: int,
+    data: pd.DataFrame | pd.Series,
+    prompt: Any,
+    output: Any,
+    agent: ChatAgent | None,
+    concurrency: int,
     settings: dict[str, Any],
 ) -> tuple[Any, AggReport]:
     """The one answer for all of ``data``'s rows, and the report."""
@@ -91,14 +95,22 @@ def agg_data(
     texts = [text for text in row_texts(data, instruction) if text is not None]
     check_groups([texts])
     answers, report = reduce_groups(
-        operation_agent(agent, settings), instruction.text, [texts], output=output, concurrency=concurrency,
+        operation_agent(agent, settings),
+        instruction.text,
+        [texts],
+        output=output,
+        concurrency=concurrency,
         options=options,
     )
     return answers[0], report
 
 
 def agg_groups(
-    grouped: Grouped, prompt: Any, output: Any, agent: ChatAgent | None, concurrency: int,
+    grouped: Grouped,
+    prompt: Any,
+    output: Any,
+    agent: ChatAgent | None,
+    concurrency: int,
     settings: dict[str, Any],
 ) -> pd.Series:
     """One answer per group of ``grouped``, a Series on the groups' index (``.attrs["aiforge"]``: the report)."""
@@ -108,7 +120,11 @@ def agg_groups(
     groups = grouped_texts(grouped, row_texts(data, instruction))
     check_groups(groups.texts)
     answers, report = reduce_groups(
-        operation_agent(agent, settings), instruction.text, groups.texts, output=output, concurrency=concurrency,
+        operation_agent(agent, settings),
+        instruction.text,
+        groups.texts,
+        output=output,
+        concurrency=concurrency,
         options=options,
     )
     result = groups.series(answers, typed=output is not None)
@@ -148,17 +164,18 @@ def grouped_texts(grouped: Grouped, texts: Sequence[str | None]) -> GroupedTexts
 
 
 def by_groupby(data: pd.DataFrame, by: Any) -> DataFrameGroupBy[Any, Any]:
-    """``data.groupby(by)`` as ``agg(by=...)`` groups: sorted keys, NA keys dropped, only categories with rows."""
-    checked_keys(data.columns, by)
+    """``data.groupby(by)`` as ``agg(by=...)`` groups: sorted keys, NA keys dropped, only categories with rows. A key
+    names a column or an index level (``split``'s chunks fold back by their document's level)."""
+    checked_keys(data.columns, by, levels=data.index.names)
     return data.groupby(by, sort=True, dropna=True, observed=True)
 
 
-def checked_keys(columns: pd.Index, by: Any) -> list[Any]:
-    """``by`` as a list of column names; a ``UsageError`` for one that names no column."""
+def checked_keys(columns: pd.Index, by: Any, levels: Sequence[Any] = ()) -> list[Any]:
+    """``by`` as a list of column (or index ``levels``) names; a ``UsageError`` for one that names neither."""
     keys = by if isinstance(by, list) else [by]
     for key in keys:
         try:
-            found = key in columns
+            found = key in columns or (key is not None and key in levels)
         except TypeError:  # unhashable
             found = False
         if not found:
@@ -176,7 +193,12 @@ class AggText(str):
 
 
 def agg_answer(
-    data: pd.DataFrame | pd.Series, prompt: Any, by: Any, output: Any, agent: ChatAgent | None, concurrency: int,
+    data: pd.DataFrame | pd.Series,
+    prompt: Any,
+    by: Any,
+    output: Any,
+    agent: ChatAgent | None,
+    concurrency: int,
     settings: dict[str, Any],
 ) -> Any:
     """``df.aiforge.agg``: the answer (an ``AggText``, or the ``output=`` value), or with ``by`` a Series by group."""
