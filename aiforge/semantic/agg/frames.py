@@ -82,11 +82,7 @@ def split_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def agg_data(
-    data: pd.DataFrame | pd.Series,
-    prompt: Any,
-    output: Any,
-    agent: ChatAgent | None,
-    concurrency: int,
+    data: pd.DataFrame | pd.Series, prompt: Any, output: Any, agent: ChatAgent | None, concurrency: int,
     settings: dict[str, Any],
 ) -> tuple[Any, AggReport]:
     """The one answer for all of ``data``'s rows, and the report."""
@@ -95,22 +91,14 @@ def agg_data(
     texts = [text for text in row_texts(data, instruction) if text is not None]
     check_groups([texts])
     answers, report = reduce_groups(
-        operation_agent(agent, settings),
-        instruction.text,
-        [texts],
-        output=output,
-        concurrency=concurrency,
+        operation_agent(agent, settings), instruction.text, [texts], output=output, concurrency=concurrency,
         options=options,
     )
     return answers[0], report
 
 
 def agg_groups(
-    grouped: Grouped,
-    prompt: Any,
-    output: Any,
-    agent: ChatAgent | None,
-    concurrency: int,
+    grouped: Grouped, prompt: Any, output: Any, agent: ChatAgent | None, concurrency: int,
     settings: dict[str, Any],
 ) -> pd.Series:
     """One answer per group of ``grouped``, a Series on the groups' index (``.attrs["aiforge"]``: the report)."""
@@ -120,11 +108,7 @@ def agg_groups(
     groups = grouped_texts(grouped, row_texts(data, instruction))
     check_groups(groups.texts)
     answers, report = reduce_groups(
-        operation_agent(agent, settings),
-        instruction.text,
-        groups.texts,
-        output=output,
-        concurrency=concurrency,
+        operation_agent(agent, settings), instruction.text, groups.texts, output=output, concurrency=concurrency,
         options=options,
     )
     result = groups.series(answers, typed=output is not None)
@@ -193,12 +177,7 @@ class AggText(str):
 
 
 def agg_answer(
-    data: pd.DataFrame | pd.Series,
-    prompt: Any,
-    by: Any,
-    output: Any,
-    agent: ChatAgent | None,
-    concurrency: int,
+    data: pd.DataFrame | pd.Series, prompt: Any, by: Any, output: Any, agent: ChatAgent | None, concurrency: int,
     settings: dict[str, Any],
 ) -> Any:
     """``df.aiforge.agg``: the answer (an ``AggText``, or the ``output=`` value), or with ``by`` a Series by group."""
