@@ -150,8 +150,8 @@ def _batch(
     # the pipeline (what agent.run_batch does), so output= goes down from here and never back through the agent.
     from aiforge.batch.orchestrator import run_items_sync  # loads the pipeline on first use
 
-    batch = BatchOptions.of(
-        concurrency=concurrency, max_batch=max(len(items), 1), output=output, prompt=prompt, **options
-    )
+    batch = BatchOptions.of(concurrency=concurrency, max_batch=max(len(items), 1), output=output, prompt=prompt,
+                            **options)
     result: BatchResult = run_items_sync(agent, items, batch)
     return result
+
