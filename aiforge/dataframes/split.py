@@ -32,7 +32,7 @@ from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.chunks import DEFAULT_GATHER_TOKENS, Chunk, check_split, document_pages, split_pages
 from aiforge.core.costs import caller_stacklevel
 from aiforge.core.errors import ConfigError, FailedRowsWarning, FileInputError, UsageError
-from aiforge.core.templates import RowTemplate
+from aiforge.core.templates import RowTemplate, no_such_column
 from aiforge.core.tokens import estimate_tokens
 from aiforge.semantic.agg.chunks import ChunkBudget
 from aiforge.semantic.agg.reduce import agent_context_window
@@ -136,9 +136,7 @@ def split_frame(
 
 def _kept(data: pd.DataFrame, column: Any, keep: bool | Sequence[Any]) -> list[Any]:
     """The input columns ``keep`` asks to carry to each chunk's row; a ``UsageError`` for a name that cannot be."""
-    from aiforge.dataframes.frame_accessor import check_column
-
-    check_column(column, data.columns, "split")
+    _check_column(column, data.columns)
     if keep is True:
         kept = [name for name in data.columns if name != column]
     elif keep is False or keep is None:
@@ -146,7 +144,7 @@ def _kept(data: pd.DataFrame, column: Any, keep: bool | Sequence[Any]) -> list[A
     else:
         kept = [keep] if isinstance(keep, str) else list(keep)
         for name in kept:
-            check_column(name, data.columns, "split")
+            _check_column(name, data.columns)
     clash = [name for name in kept if name in CHUNK_COLUMNS]
     if clash:
         raise UsageError(
@@ -154,6 +152,15 @@ def _kept(data: pd.DataFrame, column: Any, keep: bool | Sequence[Any]) -> list[A
             f"df.rename(columns={{{clash[0]!r}: 'source_{clash[0]}'}})."
         )
     return kept
+
+
+def _check_column(column: Any, columns: pd.Index) -> None:
+    try:
+        found = column in columns
+    except TypeError:  # unhashable: a list, a Series
+        found = False
+    if not found:
+        raise UsageError(no_such_column("split", column, columns))
 
 
 def _missing(value: Any) -> bool:
