@@ -117,14 +117,15 @@ def split_pages(
     else:
         spans = _spans(text, 0, len(text), max_chars, overlap_chars)
     headings = _headings(text) if gather == "heading" else []
+    heading_starts = [at for at, _ in headings]
     chunks: list[Chunk] = []
     for number, (start, end) in enumerate(spans):
         context = ""
         if gather == "tail" and chunks:
             context = _tail(chunks[-1].text, gather_tokens * CHARS_PER_TOKEN)
         elif gather == "heading":
-            above = [heading for at, heading in headings if at <= start]
-            context = above[-1][: gather_tokens * CHARS_PER_TOKEN] if above else ""
+            above = bisect.bisect_right(heading_starts, start)
+            context = headings[above - 1][1][: gather_tokens * CHARS_PER_TOKEN] if above else ""
         chunks.append(Chunk(text[start:end], _page_of(starts, start), _page_of(starts, end - 1), number, context))
     return chunks
 

@@ -12,7 +12,8 @@ model's window leaves once the agent's system prompt, tools, the reserved answer
 ``SAFETY_MARGIN``, the prompt and the ``context`` are counted (``chunk_bound``), and a larger ``size`` is a
 ``UsageError`` naming that bound; the window is ``agg``'s (``CONTEXT_WINDOW``, the embedded engine's
 ``LOCAL_CONTEXT_SIZE``, the model's published one). Pass the prompt the chunks will be asked with (``prompt=``) to
-count its text exactly; without it ``PROMPT_ALLOWANCE`` tokens are kept for it.
+count its text, and the longest value of each kept column it names, exactly; without it ``PROMPT_ALLOWANCE``
+tokens are kept for it.
 
 A document that cannot be read (a missing file, an encrypted or broken PDF, an image, a PDF with no text layer)
 is one row of its own with ``text`` missing and the reason in ``error``; the others are split, and the call warns
@@ -48,9 +49,10 @@ CHUNK_COLUMNS = ("document", "page", "last_page", "text", "tokens", "context", "
 """The columns of ``split``'s result (``context`` only with ``gather=``), before the kept ones."""
 
 
-def chunk_bound(agent: ChatAgent, prompt: str | None, context_tokens: int) -> tuple[int, int]:
-    """The most tokens a chunk may take in a request of ``agent`` with ``prompt`` and ``context_tokens`` of context,
-    and the window it was counted under; a ``ConfigError`` naming ``CONTEXT_WINDOW`` when that is too few."""
+def chunk_bound(agent: ChatAgent, prompt: str | None, around: int) -> tuple[int, int]:
+    """The most tokens a chunk may take in a request of ``agent`` with ``prompt`` and ``around`` tokens beside the
+    chunk (its context, kept columns the prompt names), and the window it was counted under; a ``ConfigError``
+    naming ``CONTEXT_WINDOW`` when that is too few."""
     window = agent_context_window(agent)
     budget = ChunkBudget.of(
         window,
@@ -61,16 +63,22 @@ def chunk_bound(agent: ChatAgent, prompt: str | None, context_tokens: int) -> tu
         max_tokens=agent.settings.MAX_TOKENS,
     )
     prompt_tokens = PROMPT_ALLOWANCE if prompt is None else estimate_tokens(_bare(prompt))
-    bound = budget.limit - budget.fixed_tokens - prompt_tokens - context_tokens
+    bound = budget.limit - budget.fixed_tokens - prompt_tokens - around
     if bound < MIN_CHUNK_TOKENS:
         raise ConfigError(
             f"CONTEXT_WINDOW={window} leaves {max(bound, 0)} tokens for a chunk once the prompt (~{prompt_tokens}), "
-            f"the context ({context_tokens}) and the reserved answer (MAX_TOKENS={budget.reserve}) are counted; "
-            f"raise CONTEXT_WINDOW or lower MAX_TOKENS.",
+            f"the context and kept columns ({around}) and the reserved answer (MAX_TOKENS={budget.reserve}) are "
+            "counted; raise CONTEXT_WINDOW or lower MAX_TOKENS.",
             setting="CONTEXT_WINDOW",
             problem="too small for a chunk",
         )
     return bound, window
+
+
+def _named_tokens(data: pd.DataFrame, kept: list[Any], prompt: str | None) -> int:
+    """The most tokens the kept columns ``prompt`` names take in one row (a title beside each chunk)."""
+    named = [name for name in RowTemplate(prompt).fields if name in kept] if prompt else []
+    return sum(max((estimate_tokens(str(value)) for value in data[name].dropna()), default=0) for name in named)
 
 
 def _bare(prompt: str) -> str:
@@ -96,7 +104,8 @@ def split_frame(
     """``data[column]``'s documents cut into chunks, one row each (see the module's docstring)."""
     kept = _kept(data, column, keep)
     check_split(by, size if size is not None else overlap + 1, overlap, gather, gather_tokens)
-    bound, window = chunk_bound(operation_agent(agent, dict(settings or {})), prompt, gather_tokens if gather else 0)
+    around = (gather_tokens if gather else 0) + _named_tokens(data, kept, prompt)
+    bound, window = chunk_bound(operation_agent(agent, dict(settings or {})), prompt, around)
     if size is None:
         size = bound
     elif size > bound:

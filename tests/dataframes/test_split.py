@@ -94,6 +94,18 @@ def test_size_none_is_the_most_the_window_holds_and_no_request_passes_it() -> No
     assert smaller["tokens"].max() < chunks["tokens"].max() and len(smaller) > len(chunks)
 
 
+def test_the_context_and_the_kept_columns_a_prompt_names_count_against_the_window() -> None:
+    prompt = "Report {title}, after: {context}\nWhich codes are listed? {text}"
+    asker = agent()
+    docs = pd.DataFrame({"doc": [words("a", 1500)], "title": ["An Annual Report " * 8]})
+    chunks = docs.aiforge.split("doc", gather="tail", gather_tokens=60, prompt=prompt, keep=["title"], agent=asker)
+    bare = docs.aiforge.split("doc", prompt=prompt.replace("{title}", "").replace("{context}", ""), agent=asker)
+    assert chunks["tokens"].max() <= bare["tokens"].max() - 60 - estimate_tokens(docs["title"][0])
+    chunks.aiforge.map(prompt, agent=asker)
+    calls = asker.provider.calls  # type: ignore[attr-defined]
+    assert max(request_tokens(call.messages, MAX_TOKENS) for call in calls) <= WINDOW
+
+
 def test_a_size_over_the_window_and_a_window_too_small_say_what_to_change() -> None:
     docs = pd.DataFrame({"doc": ["some text"]})
     with pytest.raises(UsageError, match=r"size=5000 tokens is more than one request can hold: at most \d+ under "):
