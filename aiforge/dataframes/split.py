@@ -103,6 +103,12 @@ def split_frame(
 ) -> pd.DataFrame:
     """``data[column]``'s documents cut into chunks, one row each (see the module's docstring)."""
     kept = _kept(data, column, keep)
+    if not data.index.is_unique:
+        repeated = data.index[data.index.duplicated()][0]
+        raise UsageError(
+            f"split: each chunk leads back to its document by the index label, and the index repeats {repeated!r}: "
+            "call it on df.reset_index() (or give the frame a unique index)."
+        )
     check_split(by, size if size is not None else overlap + 1, overlap, gather, gather_tokens)
     around = (gather_tokens if gather else 0) + _named_tokens(data, kept, prompt)
     bound, window = chunk_bound(operation_agent(agent, dict(settings or {})), prompt, around)
@@ -125,7 +131,11 @@ def split_frame(
                 document_pages(value), size, by=by, overlap=overlap, gather=gather, gather_tokens=gather_tokens
             )
             if not chunks:
-                raise FileInputError(f"{_name(value)}: no text to split (a scan without a text layer?).")
+                raise FileInputError(
+                    "the text is empty: nothing to split."
+                    if isinstance(value, str)
+                    else f"{_name(value)}: no text to split (a scan without a text layer?)."
+                )
         except FileInputError as exc:
             failed.append(str(exc))
             positions.append(position)

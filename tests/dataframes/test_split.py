@@ -114,20 +114,24 @@ def test_a_size_over_the_window_and_a_window_too_small_say_what_to_change() -> N
         docs.aiforge.split("doc", agent=agent(CONTEXT_WINDOW=200))
     with pytest.raises(UsageError, match="split: keep= names 'text', a column split adds"):
         docs.assign(text=1).aiforge.split("doc", keep=True, agent=agent())
-    with pytest.raises(UsageError, match="no column 'document'|'document'"):
+    with pytest.raises(UsageError, match="split: no column 'document' in the frame"):
         docs.aiforge.split("document", agent=agent())
+    with pytest.raises(UsageError, match="split: each chunk leads back to its document by the index label, and the "):
+        pd.DataFrame({"doc": ["a", "b"]}, index=[1, 1]).aiforge.split("doc", agent=agent())
 
 
 def test_a_missing_file_fails_its_row_alone(tmp_path: Path) -> None:
     docs = pd.DataFrame(
-        {"doc": [words("a", 100), tmp_path / "gone.pdf", words("c", 100), None]}, index=pd.Index([10, 20, 30, 40])
+        {"doc": [words("a", 100), tmp_path / "gone.pdf", words("c", 100), None, "  "]},
+        index=pd.Index([10, 20, 30, 40, 50]),
     )
-    with pytest.warns(FailedRowsWarning, match=r"1 of 4 document\(s\) could not be split.*gone\.pdf: no such file"):
+    with pytest.warns(FailedRowsWarning, match=r"2 of 5 document\(s\) could not be split.*gone\.pdf: no such file"):
         chunks = docs.aiforge.split("doc", size=50, agent=agent())
     failed = chunks.loc[20]
     assert len(failed) == 1 and pd.isna(failed["text"].iloc[0]) and "gone.pdf: no such file" in failed["error"].iloc[0]
-    assert chunks.index.get_level_values(0).unique().tolist() == [10, 20, 30]  # a missing cell (40) has no row
-    assert chunks.drop(index=20)["error"].isna().all()
+    assert chunks.index.get_level_values(0).unique().tolist() == [10, 20, 30, 50]  # a missing cell (40) has no row
+    assert chunks.loc[50, "error"].tolist() == ["the text is empty: nothing to split."]
+    assert chunks.drop(index=[20, 50])["error"].isna().all()
 
 
 def counting_model(messages: list[Message]) -> str:
