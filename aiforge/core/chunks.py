@@ -26,6 +26,7 @@ or a digit, ending without ``. , ; : ! ?``, and every word of four letters or mo
 from __future__ import annotations
 
 import bisect
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -74,6 +75,11 @@ def document_pages(value: Any) -> list[str]:
     from aiforge.core.files import is_file_value, read_file
 
     if isinstance(value, str):
+        if _names_a_file(value):
+            raise UsageError(
+                f"split: {value!r} is a str, so it is split as text; a file is a pathlib.Path or an aiforge.File: "
+                "df['doc'].map(pathlib.Path)."
+            )
         return value.split("\f")
     if not is_file_value(value):
         raise UsageError(
@@ -85,6 +91,14 @@ def document_pages(value: Any) -> list[str]:
     from aiforge.core.pdfs import pdf_page_texts
 
     return pdf_page_texts(read.data, read.name)
+
+
+def _names_a_file(text: str) -> bool:
+    """Whether ``text`` is one line naming a PDF or an image that exists: a path meant as a file, not text."""
+    suffixes = (".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".tif", ".tiff", ".bmp")
+    if "\n" in text or len(text) > 4096 or not text.strip().lower().endswith(suffixes):
+        return False
+    return os.path.isfile(text.strip())
 
 
 def split_pages(

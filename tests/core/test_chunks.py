@@ -168,3 +168,7 @@ def test_a_document_that_cannot_be_split_is_a_file_input_error_naming_it(tmp_pat
         document_pages(buffer.getvalue())
     with pytest.raises(UsageError, match="split reads text .str. or files"):
         document_pages(42)
+    (tmp_path / "real.pdf").write_bytes(b"%PDF-1.4")
+    with pytest.raises(UsageError, match=r"real\.pdf' is a str, so it is split as text; a file is a pathlib\.Path"):
+        document_pages(str(tmp_path / "real.pdf"))
+    assert document_pages("see the attached report.pdf") == ["see the attached report.pdf"]
