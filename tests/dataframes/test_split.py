@@ -224,3 +224,10 @@ def test_an_encrypted_pdf_or_a_scan_fails_its_row_alone_and_a_scanned_page_gives
     assert "scan.pdf: no text to split" in errors.iloc[1]
     assert chunks.loc[0, "page"].tolist() == [1]
     assert chunks.loc[3, "page"].tolist() == [1, 3]  # page 2 is the scan
+
+
+def test_no_document_no_row() -> None:
+    for values in ([], [None, float("nan")]):
+        chunks = pd.DataFrame({"doc": pd.Series(values, dtype=object)}).aiforge.split("doc", agent=agent())
+        assert chunks.empty and chunks.index.names == [None, "chunk"]
+        assert list(chunks.columns) == ["document", "page", "last_page", "text", "tokens", "error"]
