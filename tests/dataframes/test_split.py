@@ -4,7 +4,6 @@ answers back onto the documents."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -19,12 +18,7 @@ from aiforge.core.errors import ConfigError, FailedRowsWarning, UsageError
 from aiforge.core.tokens import estimate_tokens, request_tokens
 from aiforge.core.types import Message
 from aiforge.providers.scripted import ScriptedProvider
-
-needs_pdfs = pytest.mark.skipif(
-    importlib.util.find_spec("aiforge.core.pdfs") is None
-    or importlib.util.find_spec("tests.support.documents") is None,
-    reason="PDF text extraction (core.pdfs) and the document generators are not on this branch",
-)
+from tests.support.documents import encrypted_pdf, mixed_pdf, scanned_pdf, text_pdf
 
 WINDOW = 600
 MAX_TOKENS = 40
@@ -173,10 +167,7 @@ def test_map_over_the_chunks_then_agg_folds_back_per_document(tmp_path: Path) ->
 # --- PDFs ------------------------------------------------------------------------------------------------------
 
 
-@needs_pdfs
 def test_a_pdf_is_split_page_by_page_and_each_chunk_knows_its_pages(tmp_path: Path) -> None:
-    from tests.support.documents import text_pdf
-
     pages = [words(letter, 150) for letter in "pqr"]
     path = tmp_path / "report.pdf"
     text_pdf(path, pages)
@@ -192,10 +183,7 @@ def test_a_pdf_is_split_page_by_page_and_each_chunk_knows_its_pages(tmp_path: Pa
     assert (by_tokens["page"] != by_tokens["last_page"]).any()
 
 
-@needs_pdfs
 def test_a_pdf_page_longer_than_the_window_is_cut_further_even_by_page(tmp_path: Path) -> None:
-    from tests.support.documents import text_pdf
-
     path = tmp_path / "dense.pdf"
     text_pdf(path, [words("a", 400), words("b", 30)])  # page 1 ~ 500 tokens, over what a 600-token window leaves
     chunks = pd.DataFrame({"pdf": [path]}).aiforge.split("pdf", by="page", agent=agent())
@@ -203,10 +191,7 @@ def test_a_pdf_page_longer_than_the_window_is_cut_further_even_by_page(tmp_path:
     assert (chunks["page"] == chunks["last_page"]).all()
 
 
-@needs_pdfs
 def test_an_encrypted_pdf_or_a_scan_fails_its_row_alone_and_a_scanned_page_gives_no_chunk(tmp_path: Path) -> None:
-    from tests.support.documents import encrypted_pdf, mixed_pdf, scanned_pdf, text_pdf
-
     docs = pd.DataFrame(
         {
             "pdf": [
