@@ -28,6 +28,8 @@ Importing this module registers the accessors (``aiforge`` imports it when panda
 - ``results``: how a result is put together (new columns on the input's index, the report in ``.attrs``);
 - ``row_operations``: map, classify, filter, extract and judge, one batch over the rows;
 - ``column_operations``: topk, agg, embed, dedup and cluster, over all the rows at once;
+- ``split``: a column of documents (texts, PDFs) to one row a chunk on the input's index then ``chunk``
+  (``core.chunks`` cuts them), whose answers ``agg(by="document")`` folds back onto the documents;
 - ``frame_accessor`` (``df.aiforge``), ``series_accessor`` (``s.aiforge``), ``groupby_accessor``
   (``df.groupby(keys).aiforge``): the accessors registered with pandas.
 """
