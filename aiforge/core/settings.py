@@ -90,6 +90,10 @@ class AIForgeSettings(BaseSettings):
     PROMPT_CACHE: Literal["auto", "off"] = "auto"
     """"auto" marks a request's shared prefix (tools, system prompt) for the provider's prompt cache when it is long
     enough to be cached (Anthropic's ``cache_control``); "off" never marks it."""
+    IMAGE_DETAIL: Literal["auto", "low", "high"] = "auto"
+    """The ``detail`` of an image sent to OpenAI's Chat Completions (``image_url``): "low" reads it as one 512 px
+    tile (85 tokens on gpt-4o), "high" in 512 px tiles after fitting 2048 px and a 768 px short side, "auto" lets the
+    model choose. Anthropic has no such setting."""
     LABELS_BY: Literal["auto", "scoring", "generation"] = "auto"
     """How a batch row with a label output (``classify``, ``filter``, a Literal, Enum or bool ``output=``) is answered:
     "scoring" reads each label's likelihood (``Provider.score_labels``), "generation" decodes an answer, "auto"
