@@ -14,12 +14,12 @@ on the text path, over the provider's limits) is a ``FileInputError`` for its ro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from aiforge.core.errors import FileInputError, UsageError
-from aiforge.core.files import FileKind, ReadFile, read_file, remember
+from aiforge.core.files import FileKind, ReadFile, is_file_value, read_file, remember
 
 FileRules = Literal["openai", "anthropic"]
 """Whose published rules count and limit a provider's files (``core.file_rules``)."""
@@ -62,8 +62,8 @@ class FileRoute:
     model: str
     provider: str
     detail: str = "auto"
-    seeing: tuple[str, ...] = ()
-    """The providers that read images, for the error an image on the text path is."""
+    seeing: Callable[[], Sequence[str]] | None = None
+    """The providers that read images, for the error an image on the text path is (asked only then)."""
     setting: FileInput = "auto"
 
     def path(self, kind: FileKind) -> FilePath:
@@ -72,6 +72,11 @@ class FileRoute:
     def fill(self, value: Any) -> tuple[str, ReadFile]:
         """``value`` as it goes in the prompt (its marker or its PDF's text) and the file read; ``FileInputError``
         for this row when it cannot be sent, ``UsageError`` for an image on the text path."""
+        if self.setting == "native" and self.rules is None:
+            raise UsageError(
+                f"FILE_INPUT='native': the {self.provider} provider sends text only, so no file can go as it is; set "
+                "FILE_INPUT='auto' (a PDF's text extracted locally) or use a provider that reads files."
+            )
         read = read_file(value)
         if read.kind in self.native:
             check_sendable(read, self.rules)
@@ -86,7 +91,7 @@ class FileRoute:
                 f"{name}: an image has no text to extract, and FILE_INPUT='text' sends files as text; set "
                 "FILE_INPUT='auto' to send it to a provider that reads images."
             )
-        seeing = ", ".join(self.seeing) or "openai, anthropic"
+        seeing = ", ".join(self.seeing() if self.seeing is not None else ()) or "openai, anthropic"
         return (
             f"{name}: {self.provider} ({self.model}) cannot see images; use a provider that does ({seeing}, "
             "with a vision model), or FILE_INPUT='native' for a vision model behind a local server."
@@ -101,22 +106,18 @@ def file_route(
     rules: FileRules | None,
     setting: FileInput = "auto",
     detail: str = "auto",
-    seeing: Sequence[str] = (),
+    seeing: Callable[[], Sequence[str]] | None = None,
 ) -> FileRoute:
     """The route of a batch's files on ``provider``/``model`` (its class's ``reads_files`` and ``file_rules``) as
-    ``FILE_INPUT`` (``setting``) says; ``UsageError`` for ``native`` on a provider that can send no file."""
+    ``FILE_INPUT`` (``setting``) says; a file on it is a ``UsageError`` for ``native`` on a provider that can send
+    no file (``rules`` None)."""
     if setting == "native":
-        if rules is None:
-            raise UsageError(
-                f"FILE_INPUT='native': the {provider} provider sends text only, so no file can go as it is; set "
-                "FILE_INPUT='auto' (a PDF's text extracted locally) or use a provider that reads files."
-            )
         native: frozenset[FileKind] = frozenset(FILE_KINDS)
     elif setting == "text":
         native = frozenset()
     else:
         native = frozenset(reads) if model_reads_files(model) else frozenset()
-    return FileRoute(native, rules, model, provider, detail, tuple(seeing), setting)
+    return FileRoute(native, rules, model, provider, detail, seeing, setting)
 
 
 def pdf_text(read: ReadFile) -> str:
@@ -124,7 +125,7 @@ def pdf_text(read: ReadFile) -> str:
     with no text at all (a scan)."""
     from aiforge.core.pdfs import pdf_page_texts
 
-    texts = pdf_page_texts(read)
+    texts = pdf_page_texts(read.data, read.name)
     if not any(text.strip() for text in texts):
         raise FileInputError(
             f"{read.name}: the PDF has no text layer (a scan?); use a provider that reads PDFs (openai, anthropic: "
@@ -135,7 +136,65 @@ def pdf_text(read: ReadFile) -> str:
 
 def check_sendable(read: ReadFile, rules: FileRules | None) -> None:
     """``FileInputError`` when ``read`` cannot be sent as it is: a corrupt image, an encrypted or broken PDF, or over
-    the limits of ``rules``' provider (bytes, pixels, pages)."""
-    from aiforge.core.file_rules import check_limits
+    the limits of ``rules``' provider (bytes, pixels, pages: ``core.file_rules``)."""
+    if read.kind == "pdf":
+        from aiforge.core.pdfs import pdf_pages
 
-    check_limits(read, rules or "openai")
+        pdf_pages(read.data, read.name)  # opens it: encrypted or broken fails here
+    else:
+        from aiforge.core.images import image_size
+
+        image_size(read.data, read.name)  # decodes its header: corrupt fails here
+    if rules is not None:
+        check_limits(read, rules)
+
+
+def check_limits(read: ReadFile, rules: FileRules) -> None:
+    """``FileInputError`` when ``read`` is over what ``rules``' provider takes (``core.file_rules.LIMITS``)."""
+
+
+NATIVE_DEFAULT = FileRoute(frozenset(FILE_KINDS), None, "", "")
+"""The route of prompts built with no batch's decision (a Batch API job rebuilding its prompts): markers."""
+
+
+def is_file_cell(value: Any, name: Any, files: Sequence[Any]) -> bool:
+    """Whether a row's ``value`` of field ``name`` is a file: by its type, or a str in a ``files=`` column."""
+    return is_file_value(value) or (isinstance(value, str) and name in files)
+
+
+def fill_files(
+    rows: list[dict[Any, Any]],
+    fields: Sequence[Any],
+    files: Sequence[Any],
+    route: FileRoute | None,
+    skip: Collection[int] = (),
+) -> tuple[dict[int, FileInputError], dict[Any, dict[FileKind, FilePath]]]:
+    """Each file value of ``rows`` (in place) replaced by what its prompt carries (``FileRoute.fill``); the rows
+    whose file cannot be sent (their value emptied) and, per field, the path each kind of file took."""
+    route = route or NATIVE_DEFAULT
+    failed: dict[int, FileInputError] = {}
+    paths: dict[Any, dict[FileKind, FilePath]] = {}
+    for i, row in enumerate(rows):
+        if i in skip:
+            continue
+        for name in fields:
+            value = row[name]
+            if not is_file_cell(value, name, files):
+                continue
+            try:
+                row[name], read = route.fill(value)
+            except FileInputError as exc:
+                failed.setdefault(i, exc)
+                row[name] = ""
+                continue
+            paths.setdefault(name, {})[read.kind] = route.path(read.kind)
+    return failed, paths
+
+
+def paths_text(paths: dict[Any, dict[FileKind, FilePath]]) -> str:
+    """``"invoice: PDFs native; photo: images native"``: the path each file column took, for the estimate."""
+    plural = {"pdf": "PDFs", "image": "images"}
+    return "; ".join(
+        f"{name}: " + ", ".join(f"{plural[kind]} {path}" for kind, path in sorted(kinds.items()))
+        for name, kinds in paths.items()
+    )

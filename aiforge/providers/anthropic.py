@@ -22,10 +22,10 @@ from aiforge.providers.sdk import Endpoint, SDKProvider
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
 
 if TYPE_CHECKING:
-    from aiforge.core.file_inputs import FileRules
-    from aiforge.core.files import FileKind
     import anthropic
 
+    from aiforge.core.file_inputs import FileRules
+    from aiforge.core.files import FileKind
     from aiforge.providers.anthropic_batch import AnthropicBatchAPI
     from aiforge.providers.batch_api import BatchLimits
 
