@@ -115,7 +115,9 @@ def test_a_corrupt_image_fails_its_row_alone_on_the_native_path(folder: Path) ->
 def test_an_image_on_the_text_path_is_a_usage_error_before_any_request(folder: Path) -> None:
     provider = ScriptedProvider()
     frame = pd.DataFrame({"doc": [File(folder / "a.pdf"), File(folder / "photo.png")]})
-    with pytest.raises(UsageError, match=r"photo\.png: .*cannot see images; use a provider that does \(.*openai") as err:
+    with pytest.raises(
+        UsageError, match=r"photo\.png: .*cannot see images; use a provider that does \(.*openai"
+    ) as err:
         frame.aiforge.map("Describe {doc}", provider=provider)
     assert "\n" not in str(err.value) and provider.calls == []
 
