@@ -135,22 +135,17 @@ def pdf_text(read: ReadFile) -> str:
 
 
 def check_sendable(read: ReadFile, rules: FileRules | None) -> None:
-    """``FileInputError`` when ``read`` cannot be sent as it is: a corrupt image, an encrypted or broken PDF, or over
-    the limits of ``rules``' provider (bytes, pixels, pages: ``core.file_rules``)."""
+    """``FileInputError`` when ``read`` cannot be sent as it is: an encrypted or broken PDF, or one over ``rules``'
+    provider's bytes or pages (``core.file_rules.wire_file`` checks them as the wire will); a corrupt image. An image
+    is resized only when sent: one still over the vendor's bytes after that fails its row then."""
     if read.kind == "pdf":
-        from aiforge.core.pdfs import pdf_pages
+        from aiforge.core.file_rules import wire_file
 
-        pdf_pages(read.data, read.name)  # opens it: encrypted or broken fails here
+        wire_file(read, rules or "openai")  # opens it (its pages): encrypted or broken fails here, too
     else:
         from aiforge.core.images import image_size
 
-        image_size(read.data, read.name)  # decodes its header: corrupt fails here
-    if rules is not None:
-        check_limits(read, rules)
-
-
-def check_limits(read: ReadFile, rules: FileRules) -> None:
-    """``FileInputError`` when ``read`` is over what ``rules``' provider takes (``core.file_rules.LIMITS``)."""
+        image_size(read.data, read.name)  # decodes its header: a corrupt image fails here
 
 
 NATIVE_DEFAULT = FileRoute(frozenset(FILE_KINDS), None, "", "")
