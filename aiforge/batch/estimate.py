@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiforge.batch.plans import Plan, plans_html, plans_text
+from aiforge.core.file_inputs import FileRules, ImageDetail
 from aiforge.core.files import MARKER, has_markers
 from aiforge.core.pricing import ModelPrice, lookup_price
 from aiforge.core.tokens import CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS, estimate_tokens
@@ -103,9 +104,9 @@ class ItemPricer:
     counting: str
     price: ModelPrice | None
     free: bool
-    file_rules: str | None = None
+    file_rules: FileRules | None = None
     """Whose rules count a marker's file (``Provider.file_rules``); None: OpenAI's."""
-    detail: str = "auto"
+    detail: ImageDetail = "auto"
     """``IMAGE_DETAIL``, the detail an image is counted at."""
 
     def input_tokens(self, text: str) -> int:
@@ -125,7 +126,7 @@ class ItemPricer:
 
 def item_pricer(
     *, model: str, system_prompt: str, extras: Sequence[Any], max_tokens: int | None, free: bool,
-    prices: dict[str, dict[str, float]] | None, file_rules: str | None = None, detail: str = "auto",
+    prices: dict[str, dict[str, float]] | None, file_rules: FileRules | None = None, detail: ImageDetail = "auto",
 ) -> ItemPricer:
     """The pricer of a batch on ``model``: ``extras`` are the tool specs and output schema sent with each item."""
     count, counting = _counter(model)
@@ -155,7 +156,7 @@ def estimate_of(pricer: ItemPricer, todo: list[str], *, items: int, finished: in
 
 
 @functools.lru_cache(maxsize=4096)
-def file_tokens(digest: str, rules: str, model: str, detail: str) -> int:
+def file_tokens(digest: str, rules: FileRules, model: str, detail: ImageDetail) -> int:
     """The input tokens of the file a marker names, by ``rules`` (its provider's) on ``model``: by content, so once
     per distinct file; 0 when the file is gone (its row fails when sent, at no cost)."""
     from aiforge.core.errors import FileInputError

@@ -26,6 +26,8 @@ FileRules = Literal["openai", "anthropic"]
 FileInput = Literal["auto", "native", "text"]
 """The ``FILE_INPUT`` setting."""
 FilePath = Literal["native", "text"]
+ImageDetail = Literal["auto", "low", "high"]
+"""The ``IMAGE_DETAIL`` setting."""
 
 TEXT_ONLY_MODELS: tuple[str, ...] = (
     "gpt-3.5",
@@ -61,7 +63,7 @@ class FileRoute:
     rules: FileRules | None
     model: str
     provider: str
-    detail: str = "auto"
+    detail: ImageDetail = "auto"
     seeing: Callable[[], Sequence[str]] | None = None
     """The providers that read images, for the error an image on the text path is (asked only then)."""
     setting: FileInput = "auto"
@@ -105,7 +107,7 @@ def file_route(
     reads: Sequence[FileKind],
     rules: FileRules | None,
     setting: FileInput = "auto",
-    detail: str = "auto",
+    detail: ImageDetail = "auto",
     seeing: Callable[[], Sequence[str]] | None = None,
 ) -> FileRoute:
     """The route of a batch's files on ``provider``/``model`` (its class's ``reads_files`` and ``file_rules``) as
