@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from aiforge.core.errors import ConfigError, FileInputError
@@ -57,17 +58,27 @@ def resized_image(
     max_side: int | None,
     max_pixels: int | None = None,
     short_side: int | None = None,
+    *,
+    fit: Callable[[int, int], tuple[int, int]] | None = None,
 ) -> tuple[bytes, str]:
-    """``(bytes, mime)`` of the image ``data`` fitted to the sizes given (``fitted_size``).
+    """``(bytes, mime)`` of the image ``data`` fitted to the sizes given (``fitted_size``), or to the size ``fit``
+    gives for its ``(width, height)`` as shown (never larger than it is).
 
     When it already fits and is PNG, JPEG, GIF or WebP, the original bytes come back unchanged. A BMP or TIFF comes
-    back as PNG; a resized image keeps its kind (JPEG and WebP at ``JPEG_QUALITY``; a GIF becomes a PNG of its first
-    frame, which keeps its colours), with its EXIF orientation applied so it is shown the same way up.
+    back as PNG; a resized image keeps its kind (JPEG and WebP at ``JPEG_QUALITY``; a GIF becomes a PNG, which keeps
+    its colours), with its EXIF orientation applied so it is shown the same way up. An animated image is sent as its
+    first frame, resized or not.
     """
     image, turned = _opened(data, name)
     width, height = image.size[::-1] if turned else image.size
-    target = fitted_size(width, height, max_side, max_pixels, short_side)
-    if target == (width, height) and mime in SENT_AS_IS:
+    if fit is None:
+        target = fitted_size(width, height, max_side, max_pixels, short_side)
+    else:
+        fitted = fit(width, height)
+        target = (min(width, max(1, fitted[0])), min(height, max(1, fitted[1])))
+    # An animated image (GIF, WebP, APNG) is sent as its first frame: OpenAI refuses animated GIFs.
+    animated = bool(getattr(image, "is_animated", False))
+    if target == (width, height) and mime in SENT_AS_IS and not animated:
         _load(image, name, _eighth(image))
         return data, mime
     from PIL import ImageOps
@@ -78,6 +89,22 @@ def resized_image(
     if image.size != target:
         image = _resample(image, target)
     return _encoded(image, mime, name)
+
+
+def jpeg_copy(data: bytes, name: str, quality: int = 85) -> bytes:
+    """``data`` (any image) as a JPEG of the same size, transparency flattened on white: the smallest form of a
+    picture that is over a vendor's bytes per image as PNG."""
+    from PIL import Image
+
+    image, _ = _opened(data, name)
+    _load(image, name, image.size)
+    if _has_alpha(image):
+        background = Image.new("RGB", image.size, (255, 255, 255))
+        background.paste(image.convert("RGBA"), mask=image.convert("RGBA").getchannel("A"))
+        image = background
+    buffer = io.BytesIO()
+    image.convert("L" if image.mode in ("1", "L") else "RGB").save(buffer, format="JPEG", quality=quality)
+    return buffer.getvalue()
 
 
 def _resample(image: Any, size: tuple[int, int]) -> Any:
@@ -94,7 +121,7 @@ def _encoded(image: Any, mime: str, name: str) -> tuple[bytes, str]:
         image.convert("L" if image.mode in ("L", "LA") else "RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
         return buffer.getvalue(), "image/jpeg"
     if mime == "image/webp":
-        image.save(buffer, format="WEBP", quality=JPEG_QUALITY)
+        image.save(buffer, format="WEBP", quality=JPEG_QUALITY, save_all=False)
         return buffer.getvalue(), "image/webp"
     if image.mode not in ("1", "L", "LA", "P", "RGB", "RGBA", "I", "I;16"):
         image = image.convert("RGBA" if _has_alpha(image) else "RGB")

@@ -27,28 +27,19 @@ def pdf_pages(data: bytes, name: str) -> int:
 
 def pdf_page_texts(data: bytes, name: str) -> list[str]:
     """Each page's text layer, page by page (pypdf's extraction); a page with no text layer (a scan) gives ``""``."""
-    reader = _reader(data, name)
-    texts = []
-    for number, page in enumerate(reader.pages, 1):
-        try:
-            texts.append(page.extract_text() or "")
-        except Exception as exc:  # pypdf raises many kinds (KeyError, ValueError ...) on a damaged content stream
-            raise FileInputError(f"{name}: page {number}'s text cannot be read ({_why(exc)}).") from exc
-    return texts
+    return _texts(_reader(data, name), name)
 
 
 def pdf_page_sizes(data: bytes, name: str) -> list[tuple[float, float]]:
     """Each page's (width, height) in points (1/72 inch) as shown: its crop box, turned by its rotation."""
-    sizes = []
-    for number, page in enumerate(_reader(data, name).pages, 1):
-        try:
-            box = page.cropbox
-            width, height = abs(float(box.width)), abs(float(box.height))
-            rotated = page.rotation % 180 == 90
-        except Exception as exc:  # a page with no usable box
-            raise FileInputError(f"{name}: page {number} has no page size ({_why(exc)}).") from exc
-        sizes.append((height, width) if rotated else (width, height))
-    return sizes
+    return _sizes(_reader(data, name), name)
+
+
+def pdf_page_facts(data: bytes, name: str) -> list[tuple[str, float, float]]:
+    """Each page's ``(text, width, height)``: ``pdf_page_texts`` and ``pdf_page_sizes`` from one parse."""
+    reader = _reader(data, name)
+    sizes = _sizes(reader, name)
+    return [(text, width, height) for text, (width, height) in zip(_texts(reader, name), sizes, strict=True)]
 
 
 def pdf_subset(data: bytes, name: str, start: int, stop: int) -> bytes:
@@ -68,6 +59,29 @@ def pdf_subset(data: bytes, name: str, start: int, stop: int) -> bytes:
     except Exception as exc:  # a damaged page object
         raise FileInputError(f"{name}: pages [{start}, {stop}) cannot be copied ({_why(exc)}).") from exc
     return out.getvalue()
+
+
+def _texts(reader: PdfReader, name: str) -> list[str]:
+    texts = []
+    for number, page in enumerate(reader.pages, 1):
+        try:
+            texts.append(page.extract_text() or "")
+        except Exception as exc:  # pypdf raises many kinds (KeyError, ValueError ...) on a damaged content stream
+            raise FileInputError(f"{name}: page {number}'s text cannot be read ({_why(exc)}).") from exc
+    return texts
+
+
+def _sizes(reader: PdfReader, name: str) -> list[tuple[float, float]]:
+    sizes = []
+    for number, page in enumerate(reader.pages, 1):
+        try:
+            box = page.cropbox
+            width, height = abs(float(box.width)), abs(float(box.height))
+            rotated = page.rotation % 180 == 90
+        except Exception as exc:  # a page with no usable box
+            raise FileInputError(f"{name}: page {number} has no page size ({_why(exc)}).") from exc
+        sizes.append((height, width) if rotated else (width, height))
+    return sizes
 
 
 def _reader(data: bytes, name: str) -> PdfReader:

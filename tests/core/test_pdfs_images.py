@@ -1,17 +1,32 @@
-"""PDFs and images read with pypdf and Pillow (core.pdfs, core.images): real files made by tests/support/documents.py,
-damaged ones refused with a one-line FileInputError, resizing that never grows a file."""
+"""PDFs and images read with pypdf and Pillow (core.pdfs, core.images) and the vendors' rules for them
+(core.file_rules): real files made by tests/support/documents.py, damaged ones refused with a one-line
+FileInputError, resizing that never grows a file, token counts checked against the vendors' worked examples."""
 
 from __future__ import annotations
 
 import io
+import math
+import os
 import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aiforge.core.errors import FileInputError
+from aiforge.core.file_rules import (
+    LIMITS,
+    file_tokens,
+    image_tokens,
+    pdf_page_tokens,
+    sent_image_size,
+    wire_file,
+)
+from aiforge.core.files import File, read_file
 from aiforge.core.images import fitted_size, image_size, resized_image
 from aiforge.core.pdfs import pdf_page_sizes, pdf_page_texts, pdf_pages, pdf_subset
+from aiforge.core.tokens import estimate_tokens
 from tests.support.documents import (
     encrypted_pdf,
     image_as,
@@ -204,7 +219,7 @@ def test_a_receipt_is_a_readable_png() -> None:
 
 def test_import_aiforge_loads_neither_pypdf_nor_pillow() -> None:
     probe = (
-        "import sys, aiforge, aiforge.core.pdfs, aiforge.core.images; "
+        "import sys, aiforge, aiforge.core.pdfs, aiforge.core.images, aiforge.core.file_rules; "
         "print('pypdf' in sys.modules, 'PIL' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
@@ -226,3 +241,188 @@ def test_a_missing_documents_extra_is_a_config_error_naming_it(blocked: str, cal
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert 'install the documents extra (pip install -e ".[documents]")' in out
+
+
+# ---------------------------------------------------------------------------
+# The vendors' rules (core.file_rules), against the worked examples of their docs
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("size", "detail", "tokens"),
+    [
+        ((1024, 1024), "high", 765),  # no first resize; 768 x 768: 4 tiles
+        ((2048, 4096), "high", 1105),  # 1024 x 2048, then 768 x 1536: 6 tiles
+        ((2048, 4096), "low", 85),
+        ((2048, 4096), "auto", 1105),  # auto is counted as high: the most it may cost
+        ((512, 512), "high", 255),  # one tile, never scaled up
+    ],
+)
+def test_openai_tile_models_count_85_plus_170_a_tile(size: tuple[int, int], detail: str, tokens: int) -> None:
+    assert image_tokens(*size, "openai", "gpt-4o", detail) == tokens  # type: ignore[arg-type]
+    assert image_tokens(*size, "openai", "gpt-4.1-2025-04-14", detail) == tokens  # type: ignore[arg-type]
+
+
+def test_gpt_4o_mini_counts_the_same_tiles_at_its_own_rate() -> None:
+    assert image_tokens(1024, 1024, "openai", "gpt-4o-mini", "high") == 2833 + 5667 * 4
+    assert image_tokens(1024, 1024, "openai", "openai/gpt-4o-mini-2024-07-18", "low") == 2833
+
+
+@pytest.mark.parametrize(
+    ("size", "patches"),
+    [((1024, 1024), 1024), ((1800, 2400), 1452), ((100, 100), 16)],  # the docs' two examples, and a small one
+)
+def test_openai_patch_models_count_32_px_patches_times_their_multiplier(size: tuple[int, int], patches: int) -> None:
+    assert image_tokens(*size, "openai", "gpt-4.1-mini", "high") == math.ceil(patches * 1.62)
+    assert image_tokens(*size, "openai", "gpt-4.1-nano", "high") == math.ceil(patches * 2.46)
+    assert image_tokens(*size, "openai", "o4-mini", "high") == math.ceil(patches * 1.72)
+
+
+def test_a_model_the_table_does_not_name_is_counted_as_gpt_4o() -> None:
+    assert image_tokens(1024, 1024, "openai", None) == image_tokens(1024, 1024, "openai", "some-vision-model") == 765
+
+
+@pytest.mark.parametrize(
+    ("size", "tokens"),
+    [
+        ((1092, 1092), 1590),  # the docs' table: the largest 1:1 image sent as is, about 1,590 tokens
+        ((1000, 1000), 1334),
+        ((200, 200), 54),
+        ((4000, 3000), 1598),  # scaled to 1264 x 948: under about 1,600 tokens
+        ((8000, 100), 40),  # scaled to 1568 x 19: the long edge limit
+    ],
+)
+def test_anthropic_counts_pixels_over_750_after_its_resize(size: tuple[int, int], tokens: int) -> None:
+    assert image_tokens(*size, "anthropic", "claude-sonnet-4-5") == pytest.approx(tokens, abs=1)
+
+
+@pytest.mark.parametrize(
+    ("rules", "detail", "sent"),
+    [
+        ("openai", "high", (1408, 1056)),  # the patch models' 44 x 33 patches; the tile models read 1024 x 768 of it
+        ("openai", "low", (512, 384)),
+        ("anthropic", "auto", (1264, 948)),
+    ],
+)
+def test_the_size_sent_is_what_the_vendor_reads(rules: str, detail: str, sent: tuple[int, int]) -> None:
+    assert sent_image_size(4000, 3000, rules, detail) == sent  # type: ignore[arg-type]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 12000), st.integers(1, 12000), st.sampled_from(["high", "low"]))
+def test_an_image_is_never_sent_larger_and_costs_what_the_original_would(width: int, height: int, detail: str) -> None:
+    for rules, model in (
+        ("openai", "gpt-4o"),
+        ("openai", "gpt-4o-mini"),
+        ("openai", "gpt-4.1-mini"),
+        ("anthropic", None),
+    ):
+        sent_w, sent_h = sent_image_size(width, height, rules, detail)  # type: ignore[arg-type]
+        assert sent_w <= width and sent_h <= height
+        # The vendor does the same resize on the original: the smaller image sent costs what the original would
+        # (at low detail a patch model, which has no low detail, reads the 512-px image sent: fewer tokens).
+        original = image_tokens(width, height, rules, model, detail)  # type: ignore[arg-type]
+        sent = image_tokens(sent_w, sent_h, rules, model, detail)  # type: ignore[arg-type]
+        if detail == "low" and model == "gpt-4.1-mini":
+            assert sent <= original
+        else:
+            assert sent == original
+
+
+def test_a_pdf_page_costs_its_text_and_the_page_as_an_image() -> None:
+    # Anthropic: 1,500 to 3,000 tokens a page of text, in its docs' estimate; an A4 page as an image is about 1,600.
+    assert 1590 <= pdf_page_tokens(0, *A4, "anthropic", None) <= 1600
+    assert 1500 <= pdf_page_tokens(600, *A4, "anthropic", None) <= 3000
+    # OpenAI: an A4 page at 150 dpi is 1240 x 1754, read at 768 x 1086: 6 tiles.
+    assert pdf_page_tokens(600, *A4, "openai", "gpt-4o") == 600 + 85 + 170 * 6
+
+
+def test_file_tokens_of_a_pdf_add_up_its_pages_and_of_an_image_its_sent_size() -> None:
+    pages = ["a" * 400, "b" * 4000]
+    pdf = read_file(File(text_pdf(None, pages), name="two.pdf"))
+    texts = pdf_page_texts(pdf.data, "two.pdf")
+    expected = sum(pdf_page_tokens(estimate_tokens(text), *A4, "anthropic", None) for text in texts)
+    assert file_tokens(pdf, "anthropic", None) == expected
+    photo = read_file(File(jpeg(4000, 3000), name="photo.jpg"))
+    assert file_tokens(photo, "openai", "gpt-4o", "high") == 85 + 170 * 4
+    assert file_tokens(photo, "openai", "gpt-4o", "low") == 85
+    assert file_tokens(photo, "anthropic", None) == math.ceil(1264 * 948 / 750)
+
+
+def test_limits_are_the_published_ones() -> None:
+    assert LIMITS["openai"].pdf_pages == LIMITS["anthropic"].pdf_pages == 100
+    assert LIMITS["openai"].pdf_bytes == LIMITS["anthropic"].pdf_bytes == 32 * 1024 * 1024
+    assert LIMITS["anthropic"].image_side == 8000
+    assert LIMITS["anthropic"].images_per_request == 100 and LIMITS["openai"].images_per_request == 500
+
+
+# ---------------------------------------------------------------------------
+# wire_file: what is actually sent
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("rules", "detail"), [("openai", "high"), ("openai", "low"), ("anthropic", "auto")])
+def test_a_photo_is_sent_at_the_size_the_vendor_reads_in_fewer_bytes(rules: str, detail: str) -> None:
+    original = jpeg(4000, 3000)
+    wire = wire_file(read_file(File(original, name="photo.jpg")), rules, detail)  # type: ignore[arg-type]
+    assert (wire.kind, wire.mime, wire.name) == ("image", "image/jpeg", "photo.jpg")
+    assert image_size(wire.data, "sent") == sent_image_size(4000, 3000, rules, detail)  # type: ignore[arg-type]
+    assert len(wire.data) < len(original)
+
+
+def test_an_image_that_fits_is_sent_as_is_and_a_bmp_as_png() -> None:
+    small = png(400, 300)
+    assert wire_file(read_file(File(small, name="small.png")), "anthropic").data is small
+    bmp = wire_file(read_file(File(image_as(small, "BMP"), name="scan.bmp")), "openai")
+    assert bmp.mime == "image/png" and image_size(bmp.data, "sent") == (400, 300)
+
+
+def test_an_image_over_anthropics_bytes_as_png_is_sent_as_jpeg() -> None:
+    from PIL import Image
+
+    noise = Image.frombytes("RGBA", (1000, 1000), os.urandom(4_000_000))  # incompressible: 4 MB as PNG
+    buffer = io.BytesIO()
+    noise.save(buffer, format="PNG")
+    assert len(buffer.getvalue()) > LIMITS["anthropic"].image_bytes
+    wire = wire_file(read_file(File(buffer.getvalue(), name="noise.png")), "anthropic")
+    assert wire.mime == "image/jpeg" and len(wire.data) <= LIMITS["anthropic"].image_bytes
+    assert image_size(wire.data, "sent") == (1000, 1000)
+
+
+def test_a_pdf_is_sent_as_is() -> None:
+    data = text_pdf(None, ["One", "Two"])
+    wire = wire_file(read_file(File(data, name="doc.pdf")), "openai")
+    assert (wire.kind, wire.mime, wire.data, wire.name) == ("pdf", "application/pdf", data, "doc.pdf")
+
+
+def test_a_pdf_over_the_page_limit_names_the_limit_and_the_fix() -> None:
+    data = text_pdf(None, [f"Page {n}" for n in range(101)])
+    with pytest.raises(FileInputError) as caught:
+        wire_file(read_file(File(data, name="long.pdf")), "anthropic")
+    assert str(caught.value) == (
+        "long.pdf: 101 pages, over Anthropic's 100 pages a request; split it into parts of at most 100 pages "
+        "or send its text (FILE_INPUT='text')."
+    )
+
+
+def test_a_pdf_over_the_bytes_limit_is_refused_before_it_is_parsed() -> None:
+    data = text_pdf(None, ["x"]) + b"\n" * (32 * 1024 * 1024)
+    with pytest.raises(FileInputError, match=r"^big\.pdf: 32\.0 MB, over OpenAI's 32\.0 MB of PDF a request; split"):
+        wire_file(read_file(File(data, name="big.pdf")), "openai")
+
+
+def test_an_encrypted_pdf_fails_on_the_wire_too() -> None:
+    with pytest.raises(FileInputError, match=r"^locked\.pdf: the PDF is encrypted"):
+        wire_file(read_file(File(encrypted_pdf(None), name="locked.pdf")), "openai")
+
+
+def test_an_animated_gif_is_sent_as_a_png_of_its_first_frame() -> None:
+    from PIL import Image
+
+    frames = [Image.new("RGB", (60, 40), colour) for colour in ("red", "blue", "green")]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:], duration=100)
+    wire = wire_file(read_file(File(buffer.getvalue(), name="spinner.gif")), "openai")
+    assert wire.mime == "image/png"
+    first = Image.open(io.BytesIO(wire.data)).convert("RGB")
+    assert first.size == (60, 40) and first.getpixel((0, 0)) == (255, 0, 0)
