@@ -122,14 +122,21 @@ def test_an_image_on_the_text_path_is_a_usage_error_before_any_request(folder: P
     assert "\n" not in str(err.value) and provider.calls == []
 
 
-def test_a_text_only_model_of_a_provider_that_reads_files_takes_the_text_path(folder: Path) -> None:
+def test_a_text_only_model_or_file_input_text_takes_the_text_path(folder: Path) -> None:
     with LLMServer() as server:
         agent = openai_agent(server, MODEL="gpt-3.5-turbo")
         estimate = agent.estimate_batch([File(folder / "a.pdf")], prompt="Read {value}")
         assert estimate.files == "value: PDFs text"
         with pytest.raises(UsageError, match="gpt-3.5-turbo"):
             agent.estimate_batch([File(folder / "photo.png")], prompt="Read {value}")
+        as_text = openai_agent(server, MODEL="gpt-4o", FILE_INPUT="text").estimate_batch(
+            [File(folder / "a.pdf")], prompt="Read {value}"
+        )
+        native = openai_agent(server, MODEL="gpt-4o").estimate_batch([File(folder / "a.pdf")], prompt="Read {value}")
         assert server.request_count == 0
+    assert as_text.files == "value: PDFs text"
+    assert native.files == "value: PDFs native (counted by openai's rules)"
+    assert native.input_tokens > as_text.input_tokens + 2 * 85  # each page: its text and an image of the page
 
 
 def test_the_estimate_counts_an_image_by_the_providers_rules_and_shows_its_path(folder: Path) -> None:
