@@ -71,21 +71,28 @@ class FileRoute:
     def path(self, kind: FileKind) -> FilePath:
         return "native" if kind in self.native else "text"
 
-    def fill(self, value: Any) -> tuple[str, ReadFile]:
+    def fill(self, value: Any, done: dict[str, str] | None = None) -> tuple[str, ReadFile]:
         """``value`` as it goes in the prompt (its marker or its PDF's text) and the file read; ``FileInputError``
-        for this row when it cannot be sent, ``UsageError`` for an image on the text path."""
+        for this row when it cannot be sent, ``UsageError`` for an image on the text path. ``done``: what the files
+        of this batch filled, by digest (a file repeated over rows is checked and extracted once)."""
         if self.setting == "native" and self.rules is None:
             raise UsageError(
                 f"FILE_INPUT='native': the {self.provider} provider sends text only, so no file can go as it is; set "
                 "FILE_INPUT='auto' (a PDF's text extracted locally) or use a provider that reads files."
             )
         read = read_file(value)
+        if done is not None and read.digest in done:
+            return done[read.digest], read
         if read.kind in self.native:
             check_sendable(read, self.rules)
-            return remember(read), read
-        if read.kind == "image":
+            filled = remember(read)
+        elif read.kind == "image":
             raise UsageError(self.image_refused(read.name))
-        return pdf_text(read), read
+        else:
+            filled = pdf_text(read)
+        if done is not None:
+            done[read.digest] = filled
+        return filled, read
 
     def image_refused(self, name: str) -> str:
         if self.setting == "text":
@@ -171,6 +178,7 @@ def fill_files(
     route = route or NATIVE_DEFAULT
     failed: dict[int, FileInputError] = {}
     paths: dict[Any, dict[FileKind, FilePath]] = {}
+    done: dict[str, str] = {}
     for i, row in enumerate(rows):
         if i in skip:
             continue
@@ -179,7 +187,7 @@ def fill_files(
             if not is_file_cell(value, name, files):
                 continue
             try:
-                row[name], read = route.fill(value)
+                row[name], read = route.fill(value, done)
             except FileInputError as exc:
                 failed.setdefault(i, exc)
                 row[name] = ""
