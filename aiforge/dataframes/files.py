@@ -5,6 +5,10 @@ Columns: ``file`` (an ``aiforge.File``: a path, read when a batch builds its pro
 partition), ``name``, ``size`` (bytes), ``pages`` (a PDF's page count; ``<NA>`` for an image, or a PDF that cannot
 be opened: its row fails alone when asked), ``mime`` (from the file's leading bytes; ``<NA>`` for a kind aiforge
 does not send). Sorted by path.
+
+Dask: ``dd.from_pandas`` turns an object column into strings by default (``dataframe.convert-string``), and a
+``File``'s string is its name; keep the ``File`` objects with ``dask.config.set({"dataframe.convert-string": False})``,
+or put the paths in a str column and name it in ``files=``. Either way the workers read the files, from their paths.
 """
 
 from __future__ import annotations

@@ -67,9 +67,12 @@ def test_a_listed_folder_is_a_file_column_for_extract(folder: Path) -> None:
         return Invoice(number=number and number.group(1), total=total and float(total.group(1))).model_dump_json()
 
     listed = aiforge.files(str(folder / "[ab].pdf")).set_index("name")
-    out = listed.aiforge.extract("file", output=Invoice, provider=ScriptedProvider(default=reply))
+    provider = ScriptedProvider(default=reply)
+    out = listed.aiforge.extract("file", output=Invoice, provider=provider)
     assert out.index.tolist() == ["a.pdf", "b.pdf"]
     assert out["number"].tolist() == ["INV-1", "INV-2"] and out["total"].tolist() == [12.5, 30.0]
+    asked = provider.calls[0].last_user_message
+    assert asked.startswith("Extract the number and total from the document below.") and "Document:\n[page 1]" in asked
 
 
 def test_a_file_with_a_path_pickles_as_its_path_never_its_bytes(folder: Path) -> None:
@@ -88,8 +91,16 @@ def test_dask_workers_read_a_partitions_files_from_their_paths(folder: Path) -> 
 
     frame = pd.DataFrame({"doc": [str(folder / n) for n in ("a.pdf", "b.pdf", "long.pdf", "gone.pdf")]})
     ddf = dd.from_pandas(frame, npartitions=2)
+    import dask
+
+    # Dask turns an object column into strings by default (str(File) is its name): a column of File objects keeps
+    # them only with that conversion off; a column of str paths with files= needs nothing.
+    with dask.config.set({"dataframe.convert-string": False}):
+        listed = dd.from_pandas(aiforge.files(str(folder / "*.pdf")), npartitions=2)
     with local_client({"TQDM_DISABLE": "1"}):
         out = ddf.aiforge.map("Read {doc}", provider="scripted", files=["doc"]).compute()
+        typed = listed.aiforge.map("Read {file}", provider="scripted").compute()
+    assert "[page 3]\nthree" in typed["response"].tolist()[2] and "INV-1" in typed["response"].tolist()[0]
     answers = out["response"].tolist()
     assert "Invoice number: INV-1" in answers[0] and "Invoice number: INV-2" in answers[1]
     assert "[page 3]\nthree" in answers[2] and pd.isna(answers[3])
