@@ -155,6 +155,23 @@ def test_the_estimate_counts_an_image_by_the_providers_rules_and_shows_its_path(
     assert "files: value: images native" in repr(estimate)
 
 
+def test_an_anthropic_estimate_counts_images_by_anthropics_rules(folder: Path) -> None:
+    from aiforge.core.file_rules import file_tokens
+
+    documents.png(1600, 900, folder / "wide.png", seed=3)
+    with LLMServer() as server:
+        agent = ChatAgent(
+            provider="anthropic", ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=server.anthropic_base_url
+        )
+        base = agent.estimate_batch(["Describe "], prompt="{value}")
+        estimate = agent.estimate_batch([File(folder / "wide.png")], prompt="Describe {value}")
+        assert server.request_count == 0
+    counted = file_tokens(read_file(folder / "wide.png"), "anthropic", agent.model, "auto")
+    assert counted < 1600 * 900 / 750  # resized under Anthropic's 1568 px and ~1.15 megapixels first
+    assert estimate.input_tokens - base.input_tokens == pytest.approx(counted, abs=2)
+    assert estimate.files == "value: images native (counted by anthropic's rules)"
+
+
 def test_pack_with_files_sent_as_blocks_is_a_usage_error_and_packs_pdf_text(folder: Path) -> None:
     provider = ScriptedProvider()
     frame = pd.DataFrame({"doc": [str(folder / "a.pdf"), str(folder / "b.pdf")]})
