@@ -72,7 +72,7 @@ class FileLimits:
     """What one request may carry, as the vendor publishes it."""
 
     image_bytes: int
-    """Bytes of one image (base64 makes it a third larger on the wire; Anthropic counts the encoded size)."""
+    """Bytes of one image (base64 makes it a third larger on the wire)."""
     image_side: int | None
     """Pixels of an image's longest side (None: no published limit; the image is scaled down, not refused)."""
     images_per_request: int
@@ -86,7 +86,7 @@ LIMITS: dict[Rules, FileLimits] = {
     "openai": FileLimits(
         image_bytes=50 * MB, image_side=None, images_per_request=500, pdf_bytes=32 * MB, pdf_pages=100
     ),
-    # 5 MB per image as base64: 3.75 MB of image bytes.
+    # Anthropic's 5 MB per image applied to the base64 text, to be safe whichever it measures: 3.75 MB of image.
     "anthropic": FileLimits(
         image_bytes=5 * MB * 3 // 4, image_side=8000, images_per_request=100, pdf_bytes=32 * MB, pdf_pages=100
     ),

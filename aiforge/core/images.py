@@ -15,8 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiforge.core.errors import ConfigError, FileInputError
-
-DOCUMENTS_EXTRA = 'pip install -e ".[documents]"'
+from aiforge.core.pdfs import DOCUMENTS_EXTRA
 
 SENT_AS_IS = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 """Image kinds both vendors read (OpenAI and Anthropic alike); BMP and TIFF are sent as PNG."""
@@ -144,7 +143,7 @@ def _opened(data: bytes, name: str) -> tuple[Any, bool]:
             # A PNG's EXIF may follow its pixels: reading it can decode the image, and meet a truncated file.
             return image, image.getexif().get(0x0112, 1) in (5, 6, 7, 8)
     except Image.DecompressionBombError as exc:
-        raise FileInputError(f"{name}: too many pixels to read safely ({_first_line(exc)}).") from exc
+        raise FileInputError(f"{name}: too many pixels to read safely ({_first_line(exc)}); scale it down.") from exc
     except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError ... on a damaged file
         raise FileInputError(f"{name}: not a readable image, corrupt or truncated ({_first_line(exc)}).") from exc
 

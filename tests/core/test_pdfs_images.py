@@ -426,3 +426,11 @@ def test_an_animated_gif_is_sent_as_a_png_of_its_first_frame() -> None:
     assert wire.mime == "image/png"
     first = Image.open(io.BytesIO(wire.data)).convert("RGB")
     assert first.size == (60, 40) and first.getpixel((0, 0)) == (255, 0, 0)
+
+
+def test_an_image_over_pillows_decompression_bomb_limit_is_a_file_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from PIL import Image
+
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # Pillow refuses over twice this: 200 x 200 stands in
+    with pytest.raises(FileInputError, match=r"^huge\.png: too many pixels to read safely \(.+\); scale it down\.$"):
+        image_size(png(200, 200), "huge.png")
