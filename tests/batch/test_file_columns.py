@@ -112,6 +112,16 @@ def test_a_corrupt_image_fails_its_row_alone_on_the_native_path(folder: Path) ->
     assert isinstance(batch.failed[0].error, FileInputError) and "broken.png" in str(batch.failed[0].error)
 
 
+def test_a_pdf_over_the_providers_page_limit_fails_its_row_alone_on_the_native_path(folder: Path) -> None:
+    documents.text_pdf(folder / "thick.pdf", [f"page {n}" for n in range(101)])
+    provider = ScriptedProvider(default=lambda messages: "read")
+    agent = ChatAgent(provider=provider, FILE_INPUT="native")
+    batch = agent.run_batch([File(folder / "thick.pdf"), File(folder / "b.pdf")], prompt="Read {value}")
+    assert [r.message for r in batch.results] == ["read"] and len(provider.calls) == 1
+    error = batch.failed[0].error
+    assert isinstance(error, FileInputError) and "thick.pdf: 101 pages, over OpenAI's 100 pages" in str(error)
+
+
 def test_an_image_on_the_text_path_is_a_usage_error_before_any_request(folder: Path) -> None:
     provider = ScriptedProvider()
     frame = pd.DataFrame({"doc": [File(folder / "a.pdf"), File(folder / "photo.png")]})
