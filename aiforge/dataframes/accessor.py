@@ -39,7 +39,7 @@ from __future__ import annotations
 from aiforge.dataframes.frame_accessor import DataFrameOperations
 from aiforge.dataframes.groupby_accessor import GroupByOperations
 from aiforge.dataframes.results import ATTRS_KEY, LABEL_COLUMN, RESPONSE_COLUMN, attach, batch_columns
-from aiforge.dataframes.row_operations import extraction_prompt
+from aiforge.dataframes.row_operations import extraction_prompt, holds_files
 from aiforge.dataframes.series_accessor import SeriesOperations
 
 _attach = attach
@@ -58,4 +58,5 @@ __all__ = [
     "attach",
     "batch_columns",
     "extraction_prompt",
+    "holds_files",
 ]

@@ -24,6 +24,8 @@ from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
 if TYPE_CHECKING:
     import anthropic
 
+    from aiforge.core.file_inputs import FileRules
+    from aiforge.core.files import FileKind
     from aiforge.providers.anthropic_batch import AnthropicBatchAPI
     from aiforge.providers.batch_api import BatchLimits
 
@@ -223,6 +225,8 @@ class AnthropicProvider(SDKProvider["anthropic.AsyncAnthropic"]):
         "standard_only)"
     )
     structured_output: ClassVar[StructuredOutputMode] = "output_config"
+    reads_files: ClassVar[tuple[FileKind, ...]] = ("image", "pdf")  # image and document content blocks
+    file_rules: ClassVar[FileRules | None] = "anthropic"
     endpoint: ClassVar[Endpoint] = Endpoint(
         "anthropic", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "claude-haiku-4-5", default_url=DEFAULT_BASE_URL
     )
