@@ -18,6 +18,7 @@ from aiforge.providers.anthropic_cache import mark_shared_prefix
 from aiforge.providers.anthropic_completion import ERROR_TYPE_STATUS, anthropic_usage, completion_from_anthropic
 from aiforge.providers.anthropic_output import add_output_format, output_tool_of, refusal_text
 from aiforge.providers.base import StructuredOutputMode
+from aiforge.providers.file_blocks import anthropic_blocks
 from aiforge.providers.sdk import Endpoint, SDKProvider
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
 
@@ -52,6 +53,8 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[list[str], list[dict
             if content:
                 result["content"] = content
             blocks.append(result)
+        elif role == "user":  # file markers as image and document blocks (file_blocks)
+            blocks += anthropic_blocks(content)
         elif content:  # the API rejects empty text blocks
             blocks.append({"type": "text", "text": content})
         if role == "assistant":
@@ -191,6 +194,7 @@ class AnthropicStreamState:
 # ---------------------------------------------------------------------------
 # Errors
 # ---------------------------------------------------------------------------
+
 
 @cache
 def _anthropic_errors() -> SDKErrors:
