@@ -17,6 +17,7 @@ import pytest
 from aiforge import ChatAgent, FileInputError
 from aiforge.core.errors import BadRequestError
 from aiforge.core.files import ReadFile, read_file, remember
+from aiforge.core.types import CallParams
 from aiforge.providers.sdk import sdk_call
 from fakellm import LLMServer
 from fakellm.file_blocks import anthropic_image_tokens, openai_image_tokens
@@ -338,3 +339,43 @@ def test_the_fake_refuses_more_than_100_pdf_pages(srv, tmp_path) -> None:
 
     with pytest.raises(BadRequestError, match="A maximum of 100 PDF pages may be provided"):
         agent_for(srv, ANTHROPIC).chat(f"Compare {first} with {second}")
+
+
+# ---------------------------------------------------------------------------
+# Every other request built from messages: Batch APIs, prompt caching
+# ---------------------------------------------------------------------------
+
+
+def test_a_batch_api_request_carries_the_same_blocks_as_a_live_call(srv, protocol, tmp_path) -> None:
+    marker, read = marked(tmp_path / "receipt.png", image_bytes(120, 90, "JPEG"))
+    agent = agent_for(srv, protocol)
+
+    result = agent.submit_batch([f"Total of {marker}"]).wait(poll_interval=0)
+    agent.run_batch([f"Total of {marker}"], cache=False)
+
+    assert not result.failed
+    batched, live = (dict(r.body) for r in srv.requests)
+    batched.pop("stream")  # the fake Batch API runs each request as a live call with stream: false
+    assert batched == live
+    assert user_content(live)[1] == expected_block(protocol, read)
+    assert all(r.status == 200 for r in srv.requests)
+
+
+async def test_prompt_caching_marks_the_prefix_when_the_last_block_is_an_image(srv, tmp_path) -> None:
+    marker, read = marked(tmp_path / "label.png", image_bytes(200, 100, "PNG"))
+    system = "You read product labels and answer with the brand. " * 400  # over Haiku 4.5's 4096-token minimum
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": f"Which brand? {marker}"}]
+    params = CallParams(model=ANTHROPIC.model, prompt_cache=True)
+    provider = ANTHROPIC.provider_class(ANTHROPIC.settings(ANTHROPIC.base_url(srv)))
+    try:
+        first = await provider.complete(messages, None, params)
+        second = await provider.complete(messages, None, params)
+    finally:
+        await provider.aclose()
+
+    body = srv.requests[0].body
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert body["messages"][0]["content"][-1] == expected_block(ANTHROPIC, read)
+    assert all(r.status == 200 for r in srv.requests)
+    assert first.usage.cache_write_tokens > 0
+    assert second.usage.cached_input_tokens == first.usage.cache_write_tokens
