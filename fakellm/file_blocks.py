@@ -15,12 +15,13 @@ be the declared type) and ``{"type": "document", "source": {"type": "base64", "m
 Errors use the real APIs' wording where it is known (``Image does not match the provided media type image/png``,
 ``image exceeds 5 MB maximum``, ``A maximum of 100 PDF pages may be provided.``, OpenAI's ``invalid_image_format``).
 
-Tokens, by the published rules: OpenAI high detail fits 2048x2048, scales the short side down to 768 and counts
-512-px tiles (85 + 170 a tile; gpt-4o-mini 2833 + 5667), low detail the base alone, ``auto`` counted as high;
-gpt-4.1-mini, gpt-4.1-nano and o4-mini count 32-px patches (at most 1536) times 1.62, 2.46, 1.72. Anthropic scales
-the long edge to 1568 px and the area to 1.15 megapixels, then counts width x height / 750. A PDF page counts its
-text (characters / 4, the text shown in its content streams) plus an image of the page rendered with its long edge
-at 1568 px, counted by the same image rule.
+Tokens, by the published rules (the same tables as ``aiforge.core.file_rules``, recomputed here): OpenAI high detail
+fits 2048x2048, scales the short side down to 768 and counts 512-px tiles (85 + 170 a tile on gpt-4o; gpt-4o-mini
+2833 + 5667; gpt-5 70 + 140; o1, o3 75 + 150), low detail the base alone, ``auto`` counted as high; gpt-4.1-mini,
+gpt-4.1-nano, gpt-5-mini, gpt-5-nano and o4-mini count 32-px patches (at most 1536) times 1.62, 2.46, 1.62, 2.46,
+1.72. Anthropic scales the long edge to 1568 px and the area to about 1,600 tokens (1.2 megapixels), then counts
+width x height / 750. A PDF page counts its text (the text its content stream shows, characters / 4 rounded up:
+close to, not exactly, what a PDF library extracts) plus the page as an image at 150 dpi, counted as high detail.
 """
 
 from __future__ import annotations
@@ -46,9 +47,20 @@ ANTHROPIC_MANY_IMAGES_SIDE = 2000
 ANTHROPIC_MAX_IMAGES = 100
 MAX_PDF_PAGES = 100
 MAX_PDF_BYTES = 32 * 1024 * 1024
-PAGE_RENDER_LONG_EDGE = 1568
+PAGE_DPI = 150
+"""The resolution a PDF page is counted at as an image (neither vendor publishes one; aiforge's estimate assumes it)."""
 _DATA_URL = re.compile(r"data:([^;,]*)(;base64)?,(.*)", re.S)
-_PATCH_MODELS = {"gpt-4.1-mini": 1.62, "gpt-4.1-nano": 2.46, "o4-mini": 1.72}
+_PATCH_MODELS = {"gpt-4.1-mini": 1.62, "gpt-4.1-nano": 2.46, "gpt-5-mini": 1.62, "gpt-5-nano": 2.46, "o4-mini": 1.72}
+_TILE_MODELS = {
+    "gpt-4o-mini": (2833, 5667),
+    "gpt-4o": (85, 170),
+    "gpt-4.1": (85, 170),
+    "gpt-4.5": (85, 170),
+    "gpt-5": (70, 140),
+    "o1": (75, 150),
+    "o3": (75, 150),
+    "computer-use-preview": (65, 129),
+}
 
 
 # --------------------------------------------------------------------------- bytes
@@ -128,59 +140,74 @@ def pdf_pages(data: bytes) -> list[tuple[float, float]]:
     return [boxes[min(i, len(boxes) - 1)] if boxes else (612.0, 792.0) for i in range(count)]
 
 
-def pdf_text_chars(data: bytes) -> int:
-    """Characters of text shown by the PDF's content streams (compressed or not)."""
-    chars = 0
+def pdf_text_tokens(data: bytes) -> int:
+    """The text shown by each content stream of the PDF (a page's, compressed or not), characters / 4 rounded up."""
+    tokens = 0
     for raw in _STREAM.findall(data):
         try:
             stream = zlib.decompress(raw)
         except zlib.error:
             stream = raw
+        chars = 0
         for single, array in _SHOWN.findall(stream):
             shown = single or b"".join(re.findall(rb"\((.*?)(?<!\\)\)", array, re.S))
             chars += len(shown)
-    return chars
+        tokens += -(-chars // 4)
+    return tokens
 
 
 # --------------------------------------------------------------------------- tokens
 
 
-def openai_image_tokens(width: int, height: int, detail: str, model: str) -> int:
+def _fitted(width: int, height: int, max_side: float, max_pixels: float | None = None, short: float | None = None):
+    """``(width, height)`` scaled down (never up), keeping its shape, to the limits given (floored)."""
+    scale = min(1.0, max_side / max(width, height))
+    if max_pixels is not None:
+        scale = min(scale, math.sqrt(max_pixels / (width * height)))
+    if short is not None:
+        scale = min(scale, short / min(width, height))
+    return (width, height) if scale >= 1.0 else (max(1, math.floor(width * scale)), max(1, math.floor(height * scale)))
+
+
+def _by_prefix(table: dict, model: str) -> Any:
     name = model.lower().rsplit("/", 1)[-1]
-    for prefix, multiplier in _PATCH_MODELS.items():
-        if name.startswith(prefix):
-            patches = math.ceil(width / 32) * math.ceil(height / 32)
-            if patches > 1536:
-                shrink = math.sqrt(32 * 32 * 1536 / (width * height))
-                shrink *= min(
-                    math.floor(width * shrink / 32) / (width * shrink / 32),
-                    math.floor(height * shrink / 32) / (height * shrink / 32),
-                )
-                patches = math.ceil(width * shrink / 32) * math.ceil(height * shrink / 32)
-            return math.ceil(min(patches, 1536) * multiplier)
-    base, tile = (2833, 5667) if name.startswith("gpt-4o-mini") else (85, 170)
+    matches = [prefix for prefix in table if name == prefix or name.startswith(prefix + "-")]
+    return table[max(matches, key=len)] if matches else None
+
+
+def openai_image_tokens(width: int, height: int, detail: str, model: str) -> int:
+    """Tile models: fit 2048 x 2048, short side down to 768, ``base + tile * tiles`` (low: ``base``); patch models:
+    32-px patches (at most 1536, the image scaled down to fit) times the model's multiplier."""
+    multiplier = _by_prefix(_PATCH_MODELS, model)
+    if multiplier is not None:
+        if math.ceil(width / 32) * math.ceil(height / 32) > 1536:
+            ratio = math.sqrt(32 * 32 * 1536 / (width * height))
+            ratio *= min(
+                math.floor(width * ratio / 32) / (width * ratio / 32),
+                math.floor(height * ratio / 32) / (height * ratio / 32),
+            )
+            width, height = math.floor(width * ratio), math.floor(height * ratio)
+        return math.ceil(min(1536, math.ceil(width / 32) * math.ceil(height / 32)) * multiplier)
+    base, tile = _by_prefix(_TILE_MODELS, model) or (85, 170)
     if detail == "low":
         return base
-    scale = min(1.0, 2048 / max(width, height))
-    w, h = width * scale, height * scale
-    scale = min(1.0, 768 / min(w, h))
-    w, h = w * scale, h * scale
+    w, h = _fitted(width, height, 2048, None, 768)
     return base + tile * math.ceil(w / 512) * math.ceil(h / 512)
 
 
 def anthropic_image_tokens(width: int, height: int) -> int:
-    scale = min(1.0, 1568 / max(width, height), math.sqrt(1_150_000 / (width * height)))
-    return math.ceil(round(width * scale) * round(height * scale) / 750)
+    """Long edge down to 1568 px and the area to about 1,600 tokens, then width x height / 750."""
+    w, h = _fitted(width, height, 1568, 1600 * 750)
+    return math.ceil(w * h / 750)
 
 
-def _page_pixels(width: float, height: float) -> tuple[int, int]:
-    scale = PAGE_RENDER_LONG_EDGE / max(width, height, 1.0)
-    return max(1, round(width * scale)), max(1, round(height * scale))
+def _page_pixels(width_pt: float, height_pt: float) -> tuple[int, int]:
+    return max(1, round(width_pt * PAGE_DPI / 72)), max(1, round(height_pt * PAGE_DPI / 72))
 
 
 def pdf_tokens(data: bytes, image_tokens: Any) -> int:
     """A PDF's input tokens: its text, and an image of each page counted by ``image_tokens(width, height)``."""
-    return pdf_text_chars(data) // 4 + sum(image_tokens(*_page_pixels(*page)) for page in pdf_pages(data))
+    return pdf_text_tokens(data) + sum(image_tokens(*_page_pixels(*page)) for page in pdf_pages(data))
 
 
 def file_tokens(body: Any) -> int:

@@ -16,17 +16,17 @@ import pytest
 
 from aiforge import ChatAgent, FileInputError
 from aiforge.core.errors import BadRequestError
+from aiforge.core.file_rules import file_tokens, wire_file
 from aiforge.core.files import ReadFile, read_file, remember
 from aiforge.core.types import CallParams
 from aiforge.providers.sdk import sdk_call
 from fakellm import LLMServer
 from fakellm.file_blocks import anthropic_image_tokens, openai_image_tokens
 from tests.providers.conftest import ANTHROPIC, OPENAI, WireProtocol
+from tests.support.documents import jpeg, png, text_pdf
 
 Image = pytest.importorskip("PIL.Image")
-fpdf = pytest.importorskip("fpdf")
-# filecore's wire_file (branch h/filecore): what is sent for a file, resized and checked for the vendor.
-wire_file = pytest.importorskip("aiforge.core.file_rules", reason="aiforge.core.file_rules not merged yet").wire_file
+pytest.importorskip("fpdf")
 
 
 # ---------------------------------------------------------------------------
@@ -35,22 +35,13 @@ wire_file = pytest.importorskip("aiforge.core.file_rules", reason="aiforge.core.
 
 
 def image_bytes(width: int, height: int, fmt: str = "PNG", seed: int = 0) -> bytes:
-    """A real image with some structure (a gradient and a band), so a resized copy differs from the original."""
-    image = Image.new("RGB", (width, height), (40 + seed, 90, 160))
-    for x in range(0, width, max(1, width // 16)):
-        image.paste((200, (x * 7 + seed) % 255, 60), (x, height // 3, min(width, x + 4), 2 * height // 3))
-    buffer = io.BytesIO()
-    image.save(buffer, format=fmt)
-    return buffer.getvalue()
+    """A real photo-like PNG or JPEG (``tests.support.documents``)."""
+    return (png if fmt == "PNG" else jpeg)(width, height, seed=seed)
 
 
 def pdf_bytes(pages: int = 2, title: str = "Invoice") -> bytes:
-    pdf = fpdf.FPDF()
-    pdf.set_font("helvetica", size=12)
-    for page in range(1, pages + 1):
-        pdf.add_page()
-        pdf.cell(text=f"{title} 42, page {page}: total 118.00 EUR")
-    return bytes(pdf.output())
+    """A real PDF with a text layer, one line a page (``tests.support.documents``)."""
+    return text_pdf(None, [f"{title} 42, page {page}: total 118.00 EUR" for page in range(1, pages + 1)])
 
 
 def marked(path: Path, data: bytes) -> tuple[str, ReadFile]:
@@ -193,8 +184,37 @@ async def test_the_fakes_usage_counts_image_tokens_by_the_published_rules(srv, p
     if protocol.name == "anthropic":
         assert extra == anthropic_image_tokens(*sent) == 640  # 800 x 600 / 750
     else:
-        # gpt-4o-mini at high detail ("auto" counted as high): 600 x 800 -> 768 x 1024, 2 x 2 tiles of 512 px.
+        # gpt-4o-mini at high detail ("auto" counted as high): 800 x 600 is 2 x 2 tiles of 512 px.
         assert extra == openai_image_tokens(*sent, "auto", protocol.model) == 2833 + 5667 * 4
+
+
+async def usage_of_file(server: LLMServer, protocol: WireProtocol, marker: str, **settings: Any) -> int:
+    """The input tokens the fake bills for ``marker``'s file: a call with it less the same call without it."""
+    provider = protocol.provider_class(protocol.settings(protocol.base_url(server), **settings))
+    try:
+        usages = [
+            (await provider.complete([{"role": "user", "content": "Read:" + tail}], None, protocol.params)).usage
+            for tail in ("", marker)
+        ]
+    finally:
+        await provider.aclose()
+    return usages[1].input_tokens - usages[0].input_tokens
+
+
+@pytest.mark.parametrize("size", [(300, 200), (1024, 1024), (3000, 1000), (600, 4000)])
+@pytest.mark.parametrize("detail", ["auto", "low"])
+async def test_the_estimate_of_an_image_is_what_the_fake_bills(srv, protocol, tmp_path, size, detail) -> None:
+    marker, read = marked(tmp_path / "photo.jpg", image_bytes(*size, "JPEG"))
+    billed = await usage_of_file(srv, protocol, marker, IMAGE_DETAIL=detail)
+    assert billed == file_tokens(read, protocol.name, protocol.model, detail)  # type: ignore[arg-type]
+
+
+async def test_the_estimate_of_a_pdf_is_close_to_what_the_fake_bills(srv, protocol, tmp_path) -> None:
+    marker, read = marked(tmp_path / "report.pdf", pdf_bytes(3, "Quarterly report"))
+    billed = await usage_of_file(srv, protocol, marker)
+    estimate = file_tokens(read, protocol.name, protocol.model)  # type: ignore[arg-type]
+    # The page images count the same; the text differs by what a PDF library adds (spaces, line breaks).
+    assert abs(billed - estimate) <= 3 * 4
 
 
 # ---------------------------------------------------------------------------
