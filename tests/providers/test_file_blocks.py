@@ -399,3 +399,28 @@ async def test_prompt_caching_marks_the_prefix_when_the_last_block_is_an_image(s
     assert all(r.status == 200 for r in srv.requests)
     assert first.usage.cache_write_tokens > 0
     assert second.usage.cached_input_tokens == first.usage.cache_write_tokens
+
+
+def test_a_file_over_the_vendors_limit_fails_its_row_before_anything_is_sent(srv, protocol, tmp_path) -> None:
+    too_long, _ = marked(tmp_path / "ledger.pdf", pdf_bytes(101, "Ledger"))
+    short, _ = marked(tmp_path / "note.pdf", pdf_bytes(1, "Note"))
+
+    result = agent_for(srv, protocol).run_batch([f"Sum {too_long}", f"Sum {short}"], cache=False)
+
+    (failure,) = result.failed
+    assert failure.index == 0 and isinstance(failure.error, FileInputError)
+    assert "ledger.pdf" in str(failure.error) and "101 pages" in str(failure.error)
+    assert len(srv.requests) == 1 and srv.requests[0].status == 200
+
+
+async def test_a_stream_with_a_gone_file_raises_FileInputError_not_a_provider_error(srv, protocol, tmp_path) -> None:
+    marker, _ = marked(tmp_path / "gone.jpg", image_bytes(32, 32, "JPEG"))
+    (tmp_path / "gone.jpg").unlink()
+    provider = protocol.provider_class(protocol.settings(protocol.base_url(srv)))
+    try:
+        with pytest.raises(FileInputError, match="gone.jpg"):
+            async for _ in provider.stream([{"role": "user", "content": f"See {marker}"}], None, protocol.params):
+                pass
+    finally:
+        await provider.aclose()
+    assert srv.requests == []
