@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from aiforge import ChatAgent, FileInputError
+from aiforge.batch.batch_api import BatchJob
 from aiforge.core.errors import BadRequestError
 from aiforge.core.file_rules import file_tokens, wire_file
 from aiforge.core.files import ReadFile, read_file, remember
@@ -425,3 +426,14 @@ async def test_a_stream_with_a_gone_file_raises_FileInputError_not_a_provider_er
     finally:
         await provider.aclose()
     assert srv.requests == []
+
+
+def test_an_attached_openai_batch_shows_its_files_in_the_inputs(srv, tmp_path) -> None:
+    image, _ = marked(tmp_path / "receipt.jpg", image_bytes(64, 64, "JPEG"))
+    pdf, _ = marked(tmp_path / "invoice.pdf", pdf_bytes(1))
+    job_id = agent_for(srv, OPENAI).submit_batch([f"Compare {image} with {pdf}"]).id
+
+    result = BatchJob.attach(job_id, agent=agent_for(srv, OPENAI)).wait(poll_interval=0)
+
+    assert result.inputs == ["Compare [image] with [invoice.pdf]"]  # read back from the job's input file
+    assert not result.failed
