@@ -72,7 +72,7 @@ class FileLimits:
     """What one request may carry, as the vendor publishes it."""
 
     image_bytes: int
-    """Bytes of one image (base64 makes it a third larger on the wire; Anthropic counts the encoded size)."""
+    """Bytes of one image (base64 makes it a third larger on the wire)."""
     image_side: int | None
     """Pixels of an image's longest side (None: no published limit; the image is scaled down, not refused)."""
     images_per_request: int
@@ -86,7 +86,7 @@ LIMITS: dict[Rules, FileLimits] = {
     "openai": FileLimits(
         image_bytes=50 * MB, image_side=None, images_per_request=500, pdf_bytes=32 * MB, pdf_pages=100
     ),
-    # 5 MB per image as base64: 3.75 MB of image bytes.
+    # Anthropic's 5 MB per image applied to the base64 text, to be safe whichever it measures: 3.75 MB of image.
     "anthropic": FileLimits(
         image_bytes=5 * MB * 3 // 4, image_side=8000, images_per_request=100, pdf_bytes=32 * MB, pdf_pages=100
     ),
@@ -108,7 +108,8 @@ class WireFile:
 
 
 def read_size(rules: Rules, detail: Detail = "auto") -> tuple[int | None, int | None, int | None]:
-    """``(max_side, max_pixels, short_side)`` of the image the vendor reads (``images.fitted_size``'s arguments)."""
+    """``(max_side, max_pixels, short_side)`` of the image the vendor's tile rule reads (``images.fitted_size``'s
+    arguments): Anthropic's, or OpenAI's tile models' at ``detail``."""
     if rules == "anthropic":
         return ANTHROPIC_MAX_SIDE, ANTHROPIC_MAX_PIXELS, None
     if detail == "low":
@@ -117,8 +118,16 @@ def read_size(rules: Rules, detail: Detail = "auto") -> tuple[int | None, int | 
 
 
 def sent_image_size(width: int, height: int, rules: Rules, detail: Detail = "auto") -> tuple[int, int]:
-    """The size aiforge sends an image of ``width`` x ``height`` at: what the vendor reads of it, never larger."""
-    return fitted_size(width, height, *read_size(rules, detail))
+    """The size aiforge sends an image of ``width`` x ``height`` at: what the vendor reads of it, never larger.
+
+    For OpenAI at high detail, the larger of what its tile models read (2048 x 2048, shortest side 768) and what its
+    patch models read (1536 patches of 32 px): either kind of model then reads the image as it would the original.
+    """
+    tiles = fitted_size(width, height, *read_size(rules, detail))
+    if rules == "anthropic" or detail == "low":
+        return tiles
+    patches = _patch_read_size(width, height)
+    return patches if patches[0] * patches[1] > tiles[0] * tiles[1] else tiles
 
 
 def image_tokens(width: int, height: int, rules: Rules, model: str | None, detail: Detail = "auto") -> int:
@@ -175,7 +184,9 @@ def wire_file(read: ReadFile, rules: Rules, detail: Detail = "auto") -> WireFile
                 f"parts of at most {limits.pdf_pages} pages or send its text (FILE_INPUT='text')."
             )
         return WireFile("pdf", read.mime, read.data, read.name)
-    data, mime = resized_image(read.data, read.mime, read.name, *read_size(rules, detail))
+    data, mime = resized_image(
+        read.data, read.mime, read.name, None, fit=lambda width, height: sent_image_size(width, height, rules, detail)
+    )
     if len(data) > limits.image_bytes and mime != "image/jpeg":
         data, mime = jpeg_copy(data, read.name), "image/jpeg"
     if len(data) > limits.image_bytes:
@@ -192,6 +203,12 @@ def wire_file(read: ReadFile, rules: Rules, detail: Detail = "auto") -> WireFile
 
 def _patches(width: int, height: int) -> int:
     """OpenAI's patch count: 32-px patches covering the image, scaled down to fit ``OPENAI_MAX_PATCHES`` first."""
+    width, height = _patch_read_size(width, height)
+    return min(OPENAI_MAX_PATCHES, math.ceil(width / OPENAI_PATCH) * math.ceil(height / OPENAI_PATCH))
+
+
+def _patch_read_size(width: int, height: int) -> tuple[int, int]:
+    """The size OpenAI's patch models read an image at: as it is, or scaled down to fit 1536 patches."""
     if math.ceil(width / OPENAI_PATCH) * math.ceil(height / OPENAI_PATCH) > OPENAI_MAX_PATCHES:
         ratio = math.sqrt(OPENAI_PATCH**2 * OPENAI_MAX_PATCHES / (width * height))
         # Then shrunk so a whole number of patches spans the width or the height, as the published steps do.
@@ -199,8 +216,9 @@ def _patches(width: int, height: int) -> int:
             math.floor(width * ratio / OPENAI_PATCH) / (width * ratio / OPENAI_PATCH),
             math.floor(height * ratio / OPENAI_PATCH) / (height * ratio / OPENAI_PATCH),
         )
-        width, height = math.floor(width * ratio), math.floor(height * ratio)
-    return min(OPENAI_MAX_PATCHES, math.ceil(width / OPENAI_PATCH) * math.ceil(height / OPENAI_PATCH))
+        # A hair under a whole patch count (float error) rounds to it, as the docs' arithmetic does.
+        width, height = max(1, math.floor(width * ratio + 1e-6)), max(1, math.floor(height * ratio + 1e-6))
+    return width, height
 
 
 def _by_prefix(table: dict[str, _V], model: str | None) -> _V | None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import io
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from aiforge.core.errors import ConfigError, FileInputError
-
-DOCUMENTS_EXTRA = 'pip install -e ".[documents]"'
+from aiforge.core.pdfs import DOCUMENTS_EXTRA
 
 SENT_AS_IS = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 """Image kinds both vendors read (OpenAI and Anthropic alike); BMP and TIFF are sent as PNG."""
@@ -57,8 +57,11 @@ def resized_image(
     max_side: int | None,
     max_pixels: int | None = None,
     short_side: int | None = None,
+    *,
+    fit: Callable[[int, int], tuple[int, int]] | None = None,
 ) -> tuple[bytes, str]:
-    """``(bytes, mime)`` of the image ``data`` fitted to the sizes given (``fitted_size``).
+    """``(bytes, mime)`` of the image ``data`` fitted to the sizes given (``fitted_size``), or to the size ``fit``
+    gives for its ``(width, height)`` as shown (never larger than it is).
 
     When it already fits and is PNG, JPEG, GIF or WebP, the original bytes come back unchanged. A BMP or TIFF comes
     back as PNG; a resized image keeps its kind (JPEG and WebP at ``JPEG_QUALITY``; a GIF becomes a PNG, which keeps
@@ -67,7 +70,11 @@ def resized_image(
     """
     image, turned = _opened(data, name)
     width, height = image.size[::-1] if turned else image.size
-    target = fitted_size(width, height, max_side, max_pixels, short_side)
+    if fit is None:
+        target = fitted_size(width, height, max_side, max_pixels, short_side)
+    else:
+        fitted = fit(width, height)
+        target = (min(width, max(1, fitted[0])), min(height, max(1, fitted[1])))
     # An animated image (GIF, WebP, APNG) is sent as its first frame: OpenAI refuses animated GIFs.
     animated = bool(getattr(image, "is_animated", False))
     if target == (width, height) and mime in SENT_AS_IS and not animated:
@@ -136,7 +143,7 @@ def _opened(data: bytes, name: str) -> tuple[Any, bool]:
             # A PNG's EXIF may follow its pixels: reading it can decode the image, and meet a truncated file.
             return image, image.getexif().get(0x0112, 1) in (5, 6, 7, 8)
     except Image.DecompressionBombError as exc:
-        raise FileInputError(f"{name}: too many pixels to read safely ({_first_line(exc)}).") from exc
+        raise FileInputError(f"{name}: too many pixels to read safely ({_first_line(exc)}); scale it down.") from exc
     except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError ... on a damaged file
         raise FileInputError(f"{name}: not a readable image, corrupt or truncated ({_first_line(exc)}).") from exc
 

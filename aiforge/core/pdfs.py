@@ -97,7 +97,9 @@ def _reader(data: bytes, name: str) -> PdfReader:
     except FileInputError:
         raise
     except pypdf.errors.DependencyError as exc:
-        raise FileInputError(f"{name}: the PDF's encryption needs the cryptography package ({_why(exc)}).") from exc
+        raise FileInputError(
+            f"{name}: the PDF is AES-encrypted; reading it needs the cryptography package (pip install cryptography)."
+        ) from exc
     except Exception as exc:  # pypdf's errors and the KeyError, ValueError ... a damaged file can raise
         raise FileInputError(f"{name}: not a readable PDF, damaged or truncated ({_why(exc)}).") from exc
     if count == 0:

@@ -10,6 +10,7 @@ import io
 import random
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 InvoiceLine = tuple[str, int, float]
 """(description, quantity, unit price)."""
@@ -79,7 +80,7 @@ def truncated(data: bytes, keep: float = 0.5, path: str | Path | None = None) ->
     return _written(data[: max(1, int(len(data) * keep))], path)
 
 
-def _noise_image(width: int, height: int, seed: int) -> object:
+def _noise_image(width: int, height: int, seed: int) -> Any:
     """An RGB image with smooth gradients and some noise: it compresses like a photo, not like a flat colour."""
     from PIL import Image, ImageDraw
 
@@ -103,14 +104,14 @@ def _noise_image(width: int, height: int, seed: int) -> object:
 def png(width: int, height: int, path: str | Path | None = None, seed: int = 0) -> bytes:
     """A PNG of ``width`` x ``height`` pixels (a photo-like picture)."""
     buffer = io.BytesIO()
-    _noise_image(width, height, seed).save(buffer, format="PNG")  # type: ignore[attr-defined]
+    _noise_image(width, height, seed).save(buffer, format="PNG")
     return _written(buffer.getvalue(), path)
 
 
 def jpeg(width: int, height: int, path: str | Path | None = None, seed: int = 0, quality: int = 90) -> bytes:
     """A JPEG of ``width`` x ``height`` pixels (a photo-like picture)."""
     buffer = io.BytesIO()
-    _noise_image(width, height, seed).save(buffer, format="JPEG", quality=quality)  # type: ignore[attr-defined]
+    _noise_image(width, height, seed).save(buffer, format="JPEG", quality=quality)
     return _written(buffer.getvalue(), path)
 
 
