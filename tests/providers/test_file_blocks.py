@@ -17,7 +17,7 @@ import pytest
 from aiforge import ChatAgent, FileInputError
 from aiforge.batch.batch_api import BatchJob
 from aiforge.core.errors import BadRequestError
-from aiforge.core.file_rules import file_tokens, wire_file
+from aiforge.core.file_rules import file_tokens, sent_image_size, wire_file
 from aiforge.core.files import ReadFile, read_file, remember
 from aiforge.core.types import CallParams
 from aiforge.providers.sdk import sdk_call
@@ -154,8 +154,10 @@ def test_an_oversized_image_arrives_resized(srv, protocol, tmp_path) -> None:
     arrived = sent_bytes(block)
     assert arrived == wire_file(read, protocol.name).data  # type: ignore[arg-type]
     width, height = Image.open(io.BytesIO(arrived)).size
-    # What each vendor reads: Anthropic 1568 px on the long edge, OpenAI (high detail) 768 px on the short one.
-    assert (width, height) == ((1264, 948) if protocol.name == "anthropic" else (1024, 768))
+    # What the vendor reads of it (file_rules): Anthropic 1568 px on the long edge and ~1,600 tokens of area (1264 x
+    # 948); OpenAI at high detail what its tile models (768 px short side) or patch models (1536 patches) read.
+    assert (width, height) == sent_image_size(2400, 1800, protocol.name)  # type: ignore[arg-type]
+    assert (width, height) == ((1264, 948) if protocol.name == "anthropic" else (1408, 1056))
     assert len(arrived) < len(read.data)
     assert abs(width / height - 4 / 3) < 0.01  # the aspect ratio kept
 
