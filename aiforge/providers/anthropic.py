@@ -5,7 +5,8 @@ parameter; turns alternate user/assistant, so consecutive same-role messages are
 content blocks; tool results are ``tool_result`` blocks of the next user turn; ``max_tokens`` is
 required. Sampling parameters are not sent: API version 2026-10-21 (the SDK's default) rejects
 ``temperature`` with a 400, and the SDK no longer accepts it. The shared prefix of a long enough request
-is marked for Anthropic's prompt cache (``anthropic_cache``).
+is marked for Anthropic's prompt cache (``anthropic_cache``). A user message's file markers become ``image`` and
+``document`` blocks in place (``file_blocks``).
 """
 
 from __future__ import annotations

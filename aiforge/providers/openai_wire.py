@@ -2,6 +2,7 @@
 
 Neutral messages and tools go out as Chat Completions JSON; responses and stream chunks come back
 as ``Completion`` (read by ``openai_completion``). The two providers are this one adapter at different endpoints.
+A user message's file markers become ``image_url`` and ``file`` parts (``file_blocks``, images at ``IMAGE_DETAIL``).
 """
 
 from __future__ import annotations
