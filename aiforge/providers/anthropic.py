@@ -5,7 +5,8 @@ parameter; turns alternate user/assistant, so consecutive same-role messages are
 content blocks; tool results are ``tool_result`` blocks of the next user turn; ``max_tokens`` is
 required. Sampling parameters are not sent: API version 2026-10-21 (the SDK's default) rejects
 ``temperature`` with a 400, and the SDK no longer accepts it. The shared prefix of a long enough request
-is marked for Anthropic's prompt cache (``anthropic_cache``).
+is marked for Anthropic's prompt cache (``anthropic_cache``). A user message's file markers become ``image`` and
+``document`` blocks in place (``file_blocks``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from aiforge.providers.anthropic_cache import mark_shared_prefix
 from aiforge.providers.anthropic_completion import ERROR_TYPE_STATUS, anthropic_usage, completion_from_anthropic
 from aiforge.providers.anthropic_output import add_output_format, output_tool_of, refusal_text
 from aiforge.providers.base import StructuredOutputMode
+from aiforge.providers.file_blocks import anthropic_blocks
 from aiforge.providers.sdk import Endpoint, SDKProvider
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
 
@@ -54,6 +56,8 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[list[str], list[dict
             if content:
                 result["content"] = content
             blocks.append(result)
+        elif role == "user":  # file markers as image and document blocks (file_blocks)
+            blocks += anthropic_blocks(content)
         elif content:  # the API rejects empty text blocks
             blocks.append({"type": "text", "text": content})
         if role == "assistant":
@@ -193,6 +197,7 @@ class AnthropicStreamState:
 # ---------------------------------------------------------------------------
 # Errors
 # ---------------------------------------------------------------------------
+
 
 @cache
 def _anthropic_errors() -> SDKErrors:
