@@ -54,8 +54,8 @@ class BatchEstimate:
     """Every way to run this batch, compared (``batch.plan_table``): as is, deduped, flex, Batch API, packed,
     cascade; the fields above are what ``run_batch`` with these exact options would do."""
     files: str = ""
-    """The path each file column takes (``"invoice: PDFs native"``: the provider's own block, counted by its rules;
-    ``text``: the PDF's text extracted locally); empty without files."""
+    """The path each file column takes (``"invoice: PDFs sent as files"``: the provider's own block, counted by its
+    rules; ``"as their text, extracted here"``: the PDF's text extracted locally); empty without files."""
 
     @property
     def cheapest(self) -> Plan | None:
@@ -71,7 +71,8 @@ class BatchEstimate:
     def _summary(self) -> str:
         cost = "unknown (model not in the price table)" if self.cost is None else f"${self.cost:.4f}"
         return (
-            f"{self.to_run}/{self.items} items to run" + (f" ({self.finished} already done)" if self.finished else "")
+            f"{self.to_run}/{self.items} items to run"
+            + (f" ({self.finished} already done)" if self.finished else "")
             + f" · ~{self.input_tokens} input + ~{self.output_tokens} output tokens · ~{cost} on {self.model}"
             + (f" · files: {self.files}" if self.files else "")
         )
@@ -125,8 +126,15 @@ class ItemPricer:
 
 
 def item_pricer(
-    *, model: str, system_prompt: str, extras: Sequence[Any], max_tokens: int | None, free: bool,
-    prices: dict[str, dict[str, float]] | None, file_rules: FileRules | None = None, detail: ImageDetail = "auto",
+    *,
+    model: str,
+    system_prompt: str,
+    extras: Sequence[Any],
+    max_tokens: int | None,
+    free: bool,
+    prices: dict[str, dict[str, float]] | None,
+    file_rules: FileRules | None = None,
+    detail: ImageDetail = "auto",
 ) -> ItemPricer:
     """The pricer of a batch on ``model``: ``extras`` are the tool specs and output schema sent with each item."""
     count, counting = _counter(model)

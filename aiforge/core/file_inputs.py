@@ -197,9 +197,11 @@ def fill_files(
 
 
 def paths_text(paths: dict[Any, dict[FileKind, FilePath]]) -> str:
-    """``"invoice: PDFs native; photo: images native"``: the path each file column took, for the estimate."""
+    """``"invoice: PDFs as their text; photo: images sent as files"``: the path each file column took, for the
+    estimate."""
     plural = {"pdf": "PDFs", "image": "images"}
+    how = {"native": "sent as files", "text": "as their text, extracted here"}
     return "; ".join(
-        f"{name}: " + ", ".join(f"{plural[kind]} {path}" for kind, path in sorted(kinds.items()))
+        f"{name}: " + ", ".join(f"{plural[kind]} {how[path]}" for kind, path in sorted(kinds.items()))
         for name, kinds in paths.items()
     )

@@ -117,15 +117,21 @@ def read_size(rules: Rules, detail: Detail = "auto") -> tuple[int | None, int | 
     return 2048, None, 768
 
 
-def sent_image_size(width: int, height: int, rules: Rules, detail: Detail = "auto") -> tuple[int, int]:
+def sent_image_size(
+    width: int, height: int, rules: Rules, detail: Detail = "auto", model: str | None = None
+) -> tuple[int, int]:
     """The size aiforge sends an image of ``width`` x ``height`` at: what the vendor reads of it, never larger.
 
-    For OpenAI at high detail, the larger of what its tile models read (2048 x 2048, shortest side 768) and what its
-    patch models read (1536 patches of 32 px): either kind of model then reads the image as it would the original.
+    For OpenAI at high detail, what ``model`` reads: a patch model (gpt-4.1-mini, o4-mini ...) 1536 patches of 32 px,
+    any other model 2048 x 2048 with its shortest side at 768 (its tiles). With no model named, the larger of the
+    two, so either kind reads the image as it would the original.
     """
     tiles = fitted_size(width, height, *read_size(rules, detail))
     if rules == "anthropic" or detail == "low":
         return tiles
+    patch_model = _by_prefix(OPENAI_PATCH_MULTIPLIERS, model) is not None
+    if model is not None:
+        return _patch_read_size(width, height) if patch_model else tiles
     patches = _patch_read_size(width, height)
     return patches if patches[0] * patches[1] > tiles[0] * tiles[1] else tiles
 
@@ -158,7 +164,7 @@ def file_tokens(read: ReadFile, rules: Rules, model: str | None, detail: Detail 
     """Input tokens of a file as ``wire_file`` sends it: an image at its sent size, or every page of a PDF (its text
     estimated with ``tokens.estimate_tokens``)."""
     if read.kind == "image":
-        width, height = sent_image_size(*image_size(read.data, read.name), rules, detail)
+        width, height = sent_image_size(*image_size(read.data, read.name), rules, detail, model)
         return image_tokens(width, height, rules, model, detail)
     return sum(
         pdf_page_tokens(estimate_tokens(text), width, height, rules, model)
@@ -166,10 +172,10 @@ def file_tokens(read: ReadFile, rules: Rules, model: str | None, detail: Detail 
     )
 
 
-def wire_file(read: ReadFile, rules: Rules, detail: Detail = "auto") -> WireFile:
-    """What is sent for ``read``: an image scaled down to what the vendor reads (BMP and TIFF as PNG, the original
-    bytes when they already fit), a PDF as it is; ``FileInputError`` naming the file, the limit and the fix when it is
-    over one of the vendor's limits."""
+def wire_file(read: ReadFile, rules: Rules, detail: Detail = "auto", model: str | None = None) -> WireFile:
+    """What is sent for ``read``: an image scaled down to what the vendor's ``model`` reads (BMP and TIFF as PNG, the
+    original bytes when they already fit), a PDF as it is; ``FileInputError`` naming the file, the limit and the fix
+    when it is over one of the vendor's limits."""
     limits, vendor = LIMITS[rules], VENDOR_NAMES[rules]
     if read.kind == "pdf":
         if len(read.data) > limits.pdf_bytes:
@@ -184,9 +190,11 @@ def wire_file(read: ReadFile, rules: Rules, detail: Detail = "auto") -> WireFile
                 f"parts of at most {limits.pdf_pages} pages or send its text (FILE_INPUT='text')."
             )
         return WireFile("pdf", read.mime, read.data, read.name)
-    data, mime = resized_image(
-        read.data, read.mime, read.name, None, fit=lambda width, height: sent_image_size(width, height, rules, detail)
-    )
+
+    def fit(width: int, height: int) -> tuple[int, int]:
+        return sent_image_size(width, height, rules, detail, model)
+
+    data, mime = resized_image(read.data, read.mime, read.name, None, fit=fit)
     if len(data) > limits.image_bytes and mime != "image/jpeg":
         data, mime = jpeg_copy(data, read.name), "image/jpeg"
     if len(data) > limits.image_bytes:

@@ -113,7 +113,9 @@ class File:
         return f"File(<{len(self._data or b'')} bytes>, name={self.name!r})"
 
     def __str__(self) -> str:
-        return self.name
+        """Its path when it has one (so a column Dask turns into strings still holds paths, for ``files=``), else
+        its name."""
+        return self.name if self.path is None else str(self.path)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, File):

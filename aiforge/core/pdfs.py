@@ -9,6 +9,9 @@ for "protected" PDFs that only restrict printing) opens and is read like any oth
 from __future__ import annotations
 
 import io
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from aiforge.core.errors import ConfigError, FileInputError
@@ -61,11 +64,25 @@ def pdf_subset(data: bytes, name: str, start: int, stop: int) -> bytes:
     return out.getvalue()
 
 
+@contextmanager
+def _quiet_pypdf() -> Iterator[None]:
+    """pypdf's warnings ("EOF marker not found", "Ignoring wrong pointing object") held back while aiforge reads: a
+    file it cannot read becomes its row's ``FileInputError``, and one it can read needs no word under a cell."""
+    logger = logging.getLogger("pypdf")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def _texts(reader: PdfReader, name: str) -> list[str]:
     texts = []
     for number, page in enumerate(reader.pages, 1):
         try:
-            texts.append(page.extract_text() or "")
+            with _quiet_pypdf():
+                texts.append(page.extract_text() or "")
         except Exception as exc:  # pypdf raises many kinds (KeyError, ValueError ...) on a damaged content stream
             raise FileInputError(f"{name}: page {number}'s text cannot be read ({_why(exc)}).") from exc
     return texts
@@ -88,12 +105,14 @@ def _reader(data: bytes, name: str) -> PdfReader:
     """An open reader of ``data``, decrypted with the empty password when encrypted, with at least one page."""
     pypdf = _pypdf()
     try:
-        reader: PdfReader = pypdf.PdfReader(io.BytesIO(data))
+        with _quiet_pypdf():
+            reader: PdfReader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise FileInputError(
                 f"{name}: the PDF is encrypted with a password; save an unprotected copy (print to PDF) and use that."
             )
-        count = len(reader.pages)
+        with _quiet_pypdf():
+            count = len(reader.pages)
     except FileInputError:
         raise
     except pypdf.errors.DependencyError as exc:

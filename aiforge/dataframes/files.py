@@ -7,8 +7,9 @@ be opened: its row fails alone when asked), ``mime`` (from the file's leading by
 does not send). Sorted by path.
 
 Dask: ``dd.from_pandas`` turns an object column into strings by default (``dataframe.convert-string``), and a
-``File``'s string is its name; keep the ``File`` objects with ``dask.config.set({"dataframe.convert-string": False})``,
-or put the paths in a str column and name it in ``files=``. Either way the workers read the files, from their paths.
+``File``'s string is its path: name that column in ``files=`` (``ddf.aiforge.extract("file", output=Invoice,
+files=["file"])``), or keep the ``File`` objects with ``dask.config.set({"dataframe.convert-string": False})``. Either
+way the workers read the files, from their paths.
 """
 
 from __future__ import annotations

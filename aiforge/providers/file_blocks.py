@@ -38,8 +38,9 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def openai_content(text: str, detail: Detail = "auto") -> str | list[dict[str, Any]]:
-    """A user message's content for Chat Completions: ``text`` itself, or its parts when it holds file markers."""
+def openai_content(text: str, detail: Detail = "auto", model: str | None = None) -> str | list[dict[str, Any]]:
+    """A user message's content for Chat Completions: ``text`` itself, or its parts when it holds file markers
+    (images at the size ``model`` reads)."""
     if not has_markers(text):
         return text
     from aiforge.core.file_rules import wire_file
@@ -49,7 +50,7 @@ def openai_content(text: str, detail: Detail = "auto") -> str | list[dict[str, A
         if isinstance(piece, str):
             parts.append({"type": "text", "text": piece})
             continue
-        sent = wire_file(piece, "openai", detail)
+        sent = wire_file(piece, "openai", detail, model)
         if sent.kind == "pdf":
             data_url = f"data:application/pdf;base64,{_b64(sent.data)}"
             parts.append({"type": "file", "file": {"filename": sent.name, "file_data": data_url}})

@@ -33,9 +33,11 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------------------
 
 
-def to_openai_messages(messages: list[Message], image_detail: Detail = "auto") -> list[dict[str, Any]]:
+def to_openai_messages(
+    messages: list[Message], image_detail: Detail = "auto", model: str | None = None
+) -> list[dict[str, Any]]:
     """Neutral messages as Chat Completions ``messages``; a user message's file markers as image and file parts
-    (``file_blocks``, images at ``image_detail``)."""
+    (``file_blocks``, images at ``image_detail``, at the size ``model`` reads)."""
     out: list[dict[str, Any]] = []
     for message in messages:
         role = message["role"]
@@ -44,7 +46,7 @@ def to_openai_messages(messages: list[Message], image_detail: Detail = "auto") -
             continue
         item: dict[str, Any] = {"role": role, "content": message["content"]}
         if role == "user":
-            item["content"] = openai_content(message["content"], image_detail)
+            item["content"] = openai_content(message["content"], image_detail, model)
         if role == "user" and message.get("name"):
             item["name"] = message["name"]
         calls = message.get("tool_calls") or []
@@ -142,10 +144,8 @@ class ChatCompletionsProvider(SDKProvider["openai.AsyncOpenAI"]):
         )
 
     def _request(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> dict[str, Any]:
-        request: dict[str, Any] = {
-            "model": params.model or self.default_model,
-            "messages": to_openai_messages(messages, self.image_detail),
-        }
+        model = params.model or self.default_model
+        request: dict[str, Any] = {"model": model, "messages": to_openai_messages(messages, self.image_detail, model)}
         if tools:
             request["tools"] = to_openai_tools(tools)
         if params.temperature is not None and not self.fixed_temperature(request["model"]):

@@ -136,7 +136,7 @@ def test_a_text_only_model_or_file_input_text_takes_the_text_path(folder: Path) 
     with LLMServer() as server:
         agent = openai_agent(server, MODEL="gpt-3.5-turbo")
         estimate = agent.estimate_batch([File(folder / "a.pdf")], prompt="Read {value}")
-        assert estimate.files == "value: PDFs text"
+        assert estimate.files == "value: PDFs as their text, extracted here"
         with pytest.raises(UsageError, match="gpt-3.5-turbo"):
             agent.estimate_batch([File(folder / "photo.png")], prompt="Read {value}")
         as_text = openai_agent(server, MODEL="gpt-4o", FILE_INPUT="text").estimate_batch(
@@ -144,8 +144,8 @@ def test_a_text_only_model_or_file_input_text_takes_the_text_path(folder: Path) 
         )
         native = openai_agent(server, MODEL="gpt-4o").estimate_batch([File(folder / "a.pdf")], prompt="Read {value}")
         assert server.request_count == 0
-    assert as_text.files == "value: PDFs text"
-    assert native.files == "value: PDFs native (counted by openai's rules)"
+    assert as_text.files == "value: PDFs as their text, extracted here"
+    assert native.files == "value: PDFs sent as files (counted by openai's rules)"
     assert native.input_tokens > as_text.input_tokens + 2 * 85  # each page: its text and an image of the page
 
 
@@ -161,8 +161,8 @@ def test_the_estimate_counts_an_image_by_the_providers_rules_and_shows_its_path(
     counted = file_tokens(read_file(folder / "wide.png"), "openai", "gpt-4o", "high")
     assert counted == 85 + 170 * 6  # 1600x900 -> 1365x768 (the short side to 768): 3x2 tiles of 512 px
     assert estimate.input_tokens - base.input_tokens == pytest.approx(counted, abs=2)
-    assert estimate.files == "value: images native (counted by openai's rules)"
-    assert "files: value: images native" in repr(estimate)
+    assert estimate.files == "value: images sent as files (counted by openai's rules)"
+    assert "files: value: images sent as files" in repr(estimate)
 
 
 def test_an_anthropic_estimate_counts_images_by_anthropics_rules(folder: Path) -> None:
@@ -179,7 +179,7 @@ def test_an_anthropic_estimate_counts_images_by_anthropics_rules(folder: Path) -
     counted = file_tokens(read_file(folder / "wide.png"), "anthropic", agent.model, "auto")
     assert counted < 1600 * 900 / 750  # resized under Anthropic's 1568 px and ~1.15 megapixels first
     assert estimate.input_tokens - base.input_tokens == pytest.approx(counted, abs=2)
-    assert estimate.files == "value: images native (counted by anthropic's rules)"
+    assert estimate.files == "value: images sent as files (counted by anthropic's rules)"
 
 
 def test_pack_with_files_sent_as_blocks_is_a_usage_error_and_packs_pdf_text(folder: Path) -> None:
@@ -189,7 +189,7 @@ def test_pack_with_files_sent_as_blocks_is_a_usage_error_and_packs_pdf_text(fold
     with pytest.raises(UsageError, match=r"pack=2 cannot send the files of column 'doc'"):
         native.run_batch(frame, prompt="Read {doc}", files=["doc"], pack=2)
     estimate = ChatAgent(provider=provider).estimate_batch(frame, prompt="Read {doc}", files=["doc"], pack=2)
-    assert estimate.to_run == 2 and estimate.files == "doc: PDFs text" and provider.calls == []
+    assert estimate.to_run == 2 and estimate.files == "doc: PDFs as their text, extracted here" and provider.calls == []
 
 
 def test_files_names_a_column_of_the_frame(folder: Path) -> None:

@@ -317,7 +317,7 @@ def test_an_image_is_never_sent_larger_and_costs_what_the_original_would(width: 
         ("openai", "gpt-4.1-mini"),
         ("anthropic", None),
     ):
-        sent_w, sent_h = sent_image_size(width, height, rules, detail)  # type: ignore[arg-type]
+        sent_w, sent_h = sent_image_size(width, height, rules, detail, model)  # type: ignore[arg-type]
         assert sent_w <= width and sent_h <= height
         # The vendor does the same resize on the original: the smaller image sent costs what the original would
         # (at low detail a patch model, which has no low detail, reads the 512-px image sent: fewer tokens).

@@ -93,14 +93,17 @@ def test_dask_workers_read_a_partitions_files_from_their_paths(folder: Path) -> 
     ddf = dd.from_pandas(frame, npartitions=2)
     import dask
 
-    # Dask turns an object column into strings by default (str(File) is its name): a column of File objects keeps
-    # them only with that conversion off; a column of str paths with files= needs nothing.
+    # Dask turns an object column into strings by default, and str(File) is its path: that column is a file column
+    # with files=; a column of File objects stays one with the conversion off; a column of str paths takes files=.
     with dask.config.set({"dataframe.convert-string": False}):
         listed = dd.from_pandas(aiforge.files(str(folder / "*.pdf")), npartitions=2)
+    converted = dd.from_pandas(aiforge.files(str(folder / "*.pdf")), npartitions=2)
     with local_client({"TQDM_DISABLE": "1"}):
         out = ddf.aiforge.map("Read {doc}", provider="scripted", files=["doc"]).compute()
         typed = listed.aiforge.map("Read {file}", provider="scripted").compute()
+        as_paths = converted.aiforge.map("Read {file}", provider="scripted", files=["file"]).compute()
     assert "[page 3]\nthree" in typed["response"].tolist()[2] and "INV-1" in typed["response"].tolist()[0]
+    assert as_paths["response"].tolist() == typed["response"].tolist()
     answers = out["response"].tolist()
     assert "Invoice number: INV-1" in answers[0] and "Invoice number: INV-2" in answers[1]
     assert "[page 3]\nthree" in answers[2] and pd.isna(answers[3])

@@ -152,12 +152,13 @@ def test_an_oversized_image_arrives_resized(srv, protocol, tmp_path) -> None:
     assert request.status == 200
     block = user_content(request.body)[1]
     arrived = sent_bytes(block)
-    assert arrived == wire_file(read, protocol.name).data  # type: ignore[arg-type]
+    assert arrived == wire_file(read, protocol.name, model=protocol.model).data  # type: ignore[arg-type]
     width, height = Image.open(io.BytesIO(arrived)).size
-    # What the vendor reads of it (file_rules): Anthropic 1568 px on the long edge and ~1,600 tokens of area (1264 x
-    # 948); OpenAI at high detail what its tile models (768 px short side) or patch models (1536 patches) read.
-    assert (width, height) == sent_image_size(2400, 1800, protocol.name)  # type: ignore[arg-type]
-    assert (width, height) == ((1264, 948) if protocol.name == "anthropic" else (1408, 1056))
+    # What the vendor's model reads of it (file_rules): Anthropic 1568 px on the long edge and ~1,600 tokens of area
+    # (1264 x 948); gpt-4o at high detail its tiles' 768 px short side (a patch model, gpt-4.1-mini, 1536 patches).
+    assert (width, height) == sent_image_size(2400, 1800, protocol.name, model=protocol.model)  # type: ignore[arg-type]
+    assert (width, height) == ((1264, 948) if protocol.name == "anthropic" else (1024, 768))
+    assert sent_image_size(2400, 1800, "openai", model="gpt-4.1-mini") == (1408, 1056)
     assert len(arrived) < len(read.data)
     assert abs(width / height - 4 / 3) < 0.01  # the aspect ratio kept
 
