@@ -57,19 +57,20 @@ LAYERS = {
     "__main__": 8,
 }
 """Rank of each part of ``aiforge/``: a module may import only from its own rank or below. The folders' ranks are
-README Architecture's diagram, bottom line 0 (``test_the_ranks_are_the_readme_diagram``); the package's own
-``__init__`` (``aiforge.ChatAgent`` and the other lazy names) and ``__main__`` sit on top with the CLI."""
+the Architecture diagram of docs/contributing.md, bottom line 0 (``test_the_ranks_are_the_architecture_diagram``);
+the package's own ``__init__`` (``aiforge.ChatAgent`` and the other lazy names) and ``__main__`` sit on top with the
+CLI."""
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ARCHITECTURE_PAGE = Path(__file__).resolve().parents[1] / "docs" / "contributing.md"
 
 MAX_LINES = 300
 """No module of ``aiforge/`` is longer: one past it is usually two ideas (STYLE.md), split by idea."""
 
 
-def _diagram_ranks(readme: str) -> dict[str, int]:
-    """The folder ranks README Architecture's diagram draws: a line that starts at column 0 names the folders of one
-    layer (``batch/, tools/``), the description follows after two spaces; the bottom line is rank 0."""
-    section = readme.split("\n## Architecture\n", 1)[1]
+def _diagram_ranks(page: str) -> dict[str, int]:
+    """The folder ranks the Architecture diagram of a page draws: a line that starts at column 0 names the folders of
+    one layer (``batch/, tools/``), the description follows after two spaces; the bottom line is rank 0."""
+    section = page.split("\n## Architecture\n", 1)[1]
     diagram = section.split("```", 2)[1]
     layers = [
         [name.strip().rstrip("/") for name in line.split("  ", 1)[0].split(",")]
@@ -80,14 +81,15 @@ def _diagram_ranks(readme: str) -> dict[str, int]:
 
 
 def test_diagram_ranks_read_one_layer_a_line() -> None:
-    readme = "## Intro\n\n## Architecture\n\ntext\n```\ncli/, a/        top\n                 more\nb/     x, y\n```\n"
-    assert _diagram_ranks(readme) == {"cli": 1, "a": 1, "b": 0}
+    page = "## Intro\n\n## Architecture\n\ntext\n```\ncli/, a/        top\n                 more\nb/     x, y\n```\n"
+    assert _diagram_ranks(page) == {"cli": 1, "a": 1, "b": 0}
 
 
-def test_the_ranks_are_the_readme_diagram() -> None:
-    """The layer test checks what the README documents: every folder of ``aiforge/`` in the diagram, at its rank."""
+def test_the_ranks_are_the_architecture_diagram() -> None:
+    """The layer test checks what docs/contributing.md documents: every folder of ``aiforge/`` in the diagram, at its
+    rank."""
     folders = {path.parent.name for path in Path(aiforge.__file__).parent.glob("*/__init__.py")}
-    ranks = _diagram_ranks(README.read_text(encoding="utf-8"))
+    ranks = _diagram_ranks(ARCHITECTURE_PAGE.read_text(encoding="utf-8"))
     assert set(ranks) == folders
     assert ranks == {part: rank for part, rank in LAYERS.items() if part not in ("__init__", "__main__")}
 

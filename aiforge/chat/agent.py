@@ -46,7 +46,7 @@ logger = logging.getLogger("aiforge.chat")
 class ChatAgent:
     """A multi-turn conversational agent with memory, tool use and streaming.
 
-    Usage: the README's "Configuration", "Providers" and "Notebooks" sections, and the tutorials
+    Usage: the guides Chat and tools, Configuration and Providers (``docs/guides/``), and the tutorials
     ``notebooks/01_quickstart`` to ``04_streaming_async``; ``**kwargs`` are ``AIForgeSettings``
     overrides such as ``MODEL="gpt-4o"`` or ``TEMPERATURE=0.3``. ``output=`` on a turn asks for a
     structured answer, validated into ``ChatResponse.output``; a reply that does not validate is sent

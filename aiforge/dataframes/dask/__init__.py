@@ -1,4 +1,4 @@
-"""``ddf.aiforge``: the pandas accessor's operations on a Dask DataFrame (README "Scale out with Dask").
+"""``ddf.aiforge``: the pandas accessor's operations on a Dask DataFrame (docs/guides/dask.md).
 
 Importing this package registers ``ddf.aiforge`` (``dataframes/hook.py`` imports it when ``dask.dataframe`` is
 imported; ``import aiforge`` never imports Dask). One idea a module:
