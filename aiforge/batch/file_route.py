@@ -22,8 +22,8 @@ def file_route_of(owner: BatchOwner) -> FileRoute:
     return file_route(
         provider=owner.provider_name,
         model=owner.model,
-        reads=getattr(provider, "reads_files", ()),
-        rules=getattr(provider, "file_rules", None),
+        reads=provider.reads_files,
+        rules=provider.file_rules,
         setting=settings.FILE_INPUT,
         detail=settings.IMAGE_DETAIL,
         seeing=lambda: file_reading_providers("image"),

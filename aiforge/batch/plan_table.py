@@ -57,7 +57,7 @@ def files_text(batch: PreparedBatch) -> str:
     paths = batch.prompts.file_paths
     if not paths:
         return ""
-    rules = getattr(batch.owner.provider, "file_rules", None)
+    rules = batch.owner.provider.file_rules
     native = any("native" in kinds.values() for kinds in paths.values())
     counted = f" (counted by {rules}'s rules)" if native and rules else ""
     return paths_text(paths) + counted
