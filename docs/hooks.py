@@ -1,0 +1,107 @@
+"""The site's build hooks (mkdocs.yml ``hooks:``): what the pages take from the code and the checkout, not copies.
+
+- ``on_files``: the tutorials, ``notebooks/*.ipynb``, join the site as ``tutorials/<name>.ipynb`` without being
+  copied into ``docs/`` (mkdocs-jupyter renders them with their stored outputs; ``mkdocs serve`` watches
+  ``notebooks/``, so an edited tutorial reloads).
+- ``on_page_markdown``: a line ``<!-- settings-table -->`` becomes the table of every ``AIForgeSettings`` field
+  (name, environment variable, default, type, description), read from ``aiforge/core/settings.py`` by griffe
+  (the field docstrings) and pydantic (defaults, types, environment names): a new setting is on the page the
+  next build. ``<!-- errors-table -->`` does the same for every error and warning in ``aiforge/core/errors.py``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+TUTORIALS = "tutorials"
+SETTINGS_MARKER = "<!-- settings-table -->"
+ERRORS_MARKER = "<!-- errors-table -->"
+
+
+@event_priority(100)  # before mkdocs-jupyter's on_files, which wraps every .ipynb file it is given
+def on_files(files: Files, config: Any) -> Files:
+    for notebook in sorted(NOTEBOOKS.glob("*.ipynb")):
+        files.append(File.generated(config, f"{TUTORIALS}/{notebook.name}", abs_src_path=str(notebook)))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    if SETTINGS_MARKER in markdown:
+        markdown = markdown.replace(SETTINGS_MARKER, settings_table())
+    if ERRORS_MARKER in markdown:
+        markdown = markdown.replace(ERRORS_MARKER, errors_table())
+    return markdown
+
+
+def _griffe_module(name: str) -> Any:
+    import griffe
+
+    return griffe.load(name, search_paths=[str(ROOT)], docstring_parser="google")
+
+
+def _cell(text: str) -> str:
+    """One Markdown table cell: no line breaks, pipes escaped, whitespace collapsed."""
+    return re.sub(r"\s+", " ", text).replace("|", "\\|").strip()
+
+
+def _type_name(annotation: Any) -> str:
+    text = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
+    if text is None:
+        text = repr(annotation).replace("typing.", "").replace("pydantic.types.", "")
+        text = re.sub(r"Annotated\[(.*?), BeforeValidator\(.*\)\]", r"\1", text)
+        text = re.sub(r"<class '([\w.]+)'>", lambda m: m.group(1).rsplit(".", 1)[-1], text)
+        text = text.replace("NoneType", "None").replace("Optional[", "Optional[")
+    return text
+
+
+def settings_table() -> str:
+    """Every ``AIForgeSettings`` field as a Markdown table, in the class's order."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from aiforge.core.setting_sources import ENV_PREFIX, STANDARD_ENV
+    from aiforge.core.settings import AIForgeSettings
+
+    documented = _griffe_module("aiforge.core.settings")["AIForgeSettings"].members
+    rows = [
+        "| Setting | Environment | Default | Type | Description |",
+        "|---|---|---|---|---|",
+    ]
+    for name, field in AIForgeSettings.model_fields.items():
+        docstring = documented[name].docstring if name in documented else None
+        if docstring is None:
+            raise ValueError(
+                f"AIForgeSettings.{name} has no docstring (aiforge/core/settings.py): the settings table "
+                "(docs/hooks.py) needs one line saying what it does"
+            )
+        env = f"{ENV_PREFIX}{name}" if name not in STANDARD_ENV else f"{name} or {ENV_PREFIX}{name}"
+        if name == "chat":
+            env = "aiforge.yaml only (chat: system_prompt: ...)"
+        default = field.get_default(call_default_factory=True)
+        default_text = "None" if default is None else repr(default)
+        rows.append(
+            f"| `{name}` | `{_cell(env)}` | `{_cell(default_text)}` | `{_cell(_type_name(field.annotation))}` | "
+            f"{_cell(docstring.value)} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def errors_table() -> str:
+    """Every error and warning ``aiforge`` exports, with its base classes and first docstring paragraph."""
+    module = _griffe_module("aiforge.core.errors")
+    rows = ["| Error | Is a | When |", "|---|---|---|"]
+    for name, member in module.members.items():
+        if name.startswith("_") or member.is_alias or not member.is_class:
+            continue
+        bases = ", ".join(str(base) for base in member.bases)
+        first = member.docstring.value.split("\n\n", 1)[0] if member.docstring else ""
+        rows.append(f"| [`{name}`][aiforge.{name}] | `{_cell(bases)}` | {_cell(html.escape(first, quote=False))} |")
+    return "\n".join(rows) + "\n"
