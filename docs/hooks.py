@@ -34,6 +34,16 @@ def on_files(files: Files, config: Any) -> Files:
     return files
 
 
+def on_nav(nav: Any, config: Any, files: Files) -> Any:
+    """mkdocs-jupyter's wrapper of a file (``NotebookFile``) computes ``abs_src_path`` from ``src_dir``, which a
+    generated file has not: give the wrapper the notebook's path, which the wrapped file knows."""
+    for file in files:
+        inner = getattr(file, "file", None)
+        if file.src_uri.startswith(f"{TUTORIALS}/") and inner is not None and file.abs_src_path is None:
+            file.abs_src_path = inner.abs_src_path
+    return nav
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if SETTINGS_MARKER in markdown:
         markdown = markdown.replace(SETTINGS_MARKER, settings_table())
