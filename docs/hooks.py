@@ -3,7 +3,7 @@
 - ``on_files``: the tutorials, ``notebooks/*.ipynb``, join the site as ``tutorials/<name>.ipynb`` without being
   copied into ``docs/`` (mkdocs-jupyter renders them with their stored outputs; ``mkdocs serve`` watches
   ``notebooks/``, so an edited tutorial reloads).
-- ``on_page_markdown``: a line ``<!-- settings-table -->`` becomes the table of every ``AIForgeSettings`` field
+- ``on_page_markdown``: a line that is ``<!-- settings-table -->`` becomes the table of every ``AIForgeSettings`` field
   (name, environment variable, default, type, description), read from ``aiforge/core/settings.py`` by griffe
   (the field docstrings) and pydantic (defaults, types, environment names): a new setting is on the page the
   next build. ``<!-- errors-table -->`` does the same for every error and warning in ``aiforge/core/errors.py``.
@@ -45,10 +45,12 @@ def on_nav(nav: Any, config: Any, files: Files) -> Any:
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    if SETTINGS_MARKER in markdown:
-        markdown = markdown.replace(SETTINGS_MARKER, settings_table())
-    if ERRORS_MARKER in markdown:
-        markdown = markdown.replace(ERRORS_MARKER, errors_table())
+    """A marker on a line of its own becomes its table (quoted in a sentence or in code, it stays as written)."""
+    for marker, table in ((SETTINGS_MARKER, settings_table), (ERRORS_MARKER, errors_table)):
+        pattern = re.compile(rf"^{re.escape(marker)}[ \t]*$", re.M)
+        if pattern.search(markdown):
+            rows = table()
+            markdown = pattern.sub(lambda _, rows=rows: rows, markdown)
     return markdown
 
 

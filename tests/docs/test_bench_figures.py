@@ -1,7 +1,7 @@
 """The figures the docs quote from the benchmarks are those of ``bench/results.md`` (the file ``python -m bench.run``
 writes), not hand-typed numbers that a rerun leaves behind.
 
-Checked pages: docs/guides/benchmarks.md, and any page of docs/ or README.md with the line
+Checked pages: docs/guides/benchmarks.md, and any page of docs/ or README.md with a line that is
 ``<!-- figures: bench/results.md -->``. A figure is a number with a unit of measurement (``3.7 ms``, ``1.18x``,
 ``97.6 %``, ``7,660 items/s``, ``584 rows/min``, ``1,001 requests``); it is current when ``bench/results.md``
 has the same number with the same unit, or one that rounds to it at the quoted precision (``1.2x`` for 1.18x;
@@ -90,7 +90,7 @@ def stale_figures(text: str, results: str) -> list[Figure]:
 def checked_pages() -> list[Path]:
     pages = [BENCHMARKS_PAGE] if BENCHMARKS_PAGE.exists() else []
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
-        if page not in pages and OPT_IN in page.read_text(encoding="utf-8"):
+        if page not in pages and OPT_IN in page.read_text(encoding="utf-8").splitlines():
             pages.append(page)
     return pages
 
