@@ -61,18 +61,29 @@ def _griffe_module(name: str) -> Any:
 
 
 def _cell(text: str) -> str:
-    """One Markdown table cell: no line breaks, pipes escaped, whitespace collapsed."""
-    return re.sub(r"\s+", " ", text).replace("|", "\\|").strip()
+    """One Markdown table cell: no line breaks, whitespace collapsed, pipes escaped (except in code spans, where the
+    tables extension never splits)."""
+    parts = re.split(r"(`[^`]*`)", re.sub(r"\s+", " ", text).strip())
+    return "".join(part if part.startswith("`") else part.replace("|", "\\|") for part in parts)
 
 
 def _type_name(annotation: Any) -> str:
-    text = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
-    if text is None:
-        text = repr(annotation).replace("typing.", "").replace("pydantic.types.", "")
-        text = re.sub(r"Annotated\[(.*?), BeforeValidator\(.*\)\]", r"\1", text)
-        text = re.sub(r"<class '([\w.]+)'>", lambda m: m.group(1).rsplit(".", 1)[-1], text)
-        text = text.replace("NoneType", "None").replace("Optional[", "Optional[")
-    return text
+    """A field's type as a reader writes it: ``str | None``, ``"auto" | "off"``, ``dict[str, float]``."""
+    import types
+    import typing
+
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is type(None):
+        return "None"
+    if origin is typing.Annotated:
+        return _type_name(args[0])
+    if origin is typing.Literal:
+        return " | ".join(repr(value).replace("'", '"') for value in args)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(arg) for arg in args)
+    if origin is not None:
+        return f"{origin.__name__}[{', '.join(_type_name(arg) for arg in args)}]"
+    return getattr(annotation, "__name__", str(annotation))
 
 
 def settings_table() -> str:
@@ -84,8 +95,10 @@ def settings_table() -> str:
 
     documented = _griffe_module("aiforge.core.settings")["AIForgeSettings"].members
     rows = [
-        "| Setting | Environment | Default | Type | Description |",
-        "|---|---|---|---|---|",
+        '<div class="settings-table" markdown>',
+        "",
+        "| Setting and environment variable | Default and type | Description |",
+        "|---|---|---|",
     ]
     for name, field in AIForgeSettings.model_fields.items():
         docstring = documented[name].docstring if name in documented else None
@@ -94,15 +107,18 @@ def settings_table() -> str:
                 f"AIForgeSettings.{name} has no docstring (aiforge/core/settings.py): the settings table "
                 "(docs/hooks.py) needs one line saying what it does"
             )
-        env = f"{ENV_PREFIX}{name}" if name not in STANDARD_ENV else f"{name} or {ENV_PREFIX}{name}"
+        env = f"`{ENV_PREFIX}{name}`" if name not in STANDARD_ENV else f"`{name}` or `{ENV_PREFIX}{name}`"
         if name == "chat":
-            env = "aiforge.yaml only (chat: system_prompt: ...)"
+            env = "aiforge.yaml only"
         default = field.get_default(call_default_factory=True)
-        default_text = "None" if default is None else repr(default)
-        rows.append(
-            f"| `{name}` | `{_cell(env)}` | `{_cell(default_text)}` | `{_cell(_type_name(field.annotation))}` | "
-            f"{_cell(docstring.value)} |"
-        )
+        default_text = f'"{default}"' if isinstance(default, str) else repr(default)
+        cells = [
+            f"`{name}`<br>{env}",
+            f"`{default_text}`<br>`{_type_name(field.annotation)}`",
+            docstring.value,
+        ]
+        rows.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    rows += ["", "</div>"]
     return "\n".join(rows) + "\n"
 
 

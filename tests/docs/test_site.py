@@ -140,9 +140,10 @@ def test_the_settings_table_is_built_from_the_code(site: Path) -> None:
     """Every field of ``AIForgeSettings`` has a row on the configuration page, written at build time."""
     assert "<!-- settings-table -->" in (DOCS / "guides" / "configuration.md").read_text()
     page = (site / "guides" / "configuration" / "index.html").read_text()
-    rows = re.findall(r"<tr>\s*<td><code>(\w+)</code></td>", page)
+    rows = re.findall(r"<tr>\s*<td><code>(\w+)</code><br", page)
     assert rows == list(AIForgeSettings.model_fields), "the settings table is not the class's fields, in order"
-    assert "AIFORGE_MODEL" in page and "OPENAI_API_KEY or AIFORGE_OPENAI_API_KEY" in page
+    assert "<code>AIFORGE_MODEL</code>" in page
+    assert "<code>OPENAI_API_KEY</code> or <code>AIFORGE_OPENAI_API_KEY</code>" in page
 
 
 def test_llms_txt_lists_the_reference_and_the_full_text_holds_it(site: Path) -> None:
