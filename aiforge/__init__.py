@@ -26,6 +26,7 @@ _LAZY: dict[str, str] = {
     "CostTracker": "aiforge.core.costs",
     "describe": "aiforge.core.describe",
     "File": "aiforge.core.files",
+    "files": "aiforge.dataframes.files",
     "Provider": "aiforge.providers.base",
     "register_provider": "aiforge.providers",
     "ScriptedProvider": "aiforge.providers.scripted",
@@ -112,6 +113,7 @@ __all__ = [
     "__version__",
     "describe",
     "export_session",
+    "files",
     "import_session",
     "load_ipython_extension",
     "load_settings",
@@ -164,6 +166,7 @@ if TYPE_CHECKING:
     from aiforge.core.files import File
     from aiforge.core.logs import setup_logging
     from aiforge.core.settings import AIForgeSettings, load_settings
+    from aiforge.dataframes.files import files
     from aiforge.jupyter.panel import ChatPanel
     from aiforge.modules.base import BaseModule
     from aiforge.providers import register_provider

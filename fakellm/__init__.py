@@ -18,6 +18,8 @@ Modules, by idea and protocol:
 * ``scripting``: Reply, Fault, ToolCallSpec, RecordedRequest, estimate_input_tokens, sample_output
 * ``openai_wire`` / ``anthropic_wire``: each protocol's strict checks, answers and SSE events
 * ``embeddings``: OpenAI's ``/v1/embeddings`` (strict checks, deterministic vectors, float or base64)
+* ``file_blocks``: image and document inputs (OpenAI ``image_url`` / ``file`` parts, Anthropic ``image`` / ``document``
+  blocks): the vendors' checks and limits in strict mode, and their input tokens by the published rules in ``usage``
 * ``wire``: the encoding both share (compact JSON, chunked frames, ids)
 * ``handler``: the threaded HTTP server and request handler (routing, faults, streaming)
 * ``server``: ``LLMServer`` (lifecycle, scripting queue, observation, rate limits) and its command line

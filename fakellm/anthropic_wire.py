@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from fakellm.file_blocks import validate_anthropic_blocks
 from fakellm.scripting import RecordedRequest, Reply
 from fakellm.wire import _dumps, _Invalid, _new_id, _pieces
 
@@ -113,6 +114,7 @@ def _validate_anthropic(body: dict) -> None:
         open_ids, prev_role = new_ids, role
     if open_ids:
         raise _anthropic_unanswered(len(msgs) - 1, open_ids)
+    validate_anthropic_blocks(msgs)
     _validate_tool_choice(body)
     _validate_output_config(body)
 

@@ -209,7 +209,7 @@ class _Handler(OpenAIWire, AnthropicWire, BaseHTTPRequestHandler):
             try:
                 (_validate_openai if protocol == "openai" else _validate_anthropic)(req.body)
             except _Invalid as exc:
-                return self._error(req, 400, str(exc), {}, param=exc.param)
+                return self._error(req, exc.status, str(exc), {}, param=exc.param, code=exc.code)
         limited = llm._rate_limit(req)
         if limited is not None:
             return self._error(req, 429, limited[0], limited[1], code="rate_limit_exceeded")

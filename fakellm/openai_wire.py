@@ -13,6 +13,7 @@ import json
 import time
 from typing import Any
 
+from fakellm.file_blocks import validate_openai_parts
 from fakellm.scripting import RecordedRequest, Reply, _text_of
 from fakellm.wire import _dumps, _Invalid, _new_id, _pieces
 
@@ -112,6 +113,7 @@ def _validate_openai(body: dict) -> None:
             )
     if pending:
         raise _openai_unanswered(pending)
+    validate_openai_parts(msgs)
     top = body.get("top_logprobs")
     if top is not None and (not isinstance(top, int) or not 0 <= top <= 20):
         raise _Invalid(f"Invalid 'top_logprobs': expected an integer between 0 and 20, got {top!r}.", "top_logprobs")

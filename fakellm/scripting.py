@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fakellm.embeddings import input_tokens
+from fakellm.file_blocks import file_tokens
 from fakellm.wire import _ENCODER
 
 # --------------------------------------------------------------------------- scripting objects
@@ -229,12 +230,13 @@ def _chars(value: Any) -> int:
 
 
 def estimate_input_tokens(body: Any) -> int:
-    """input tokens = (chars of all message contents + system) // 4 + 1; an embeddings request's, its inputs'."""
+    """input tokens = (chars of all message contents + system) // 4 + 1, plus the images' and documents' tokens by
+    the vendors' published rules (``file_blocks.file_tokens``); an embeddings request's, its inputs'."""
     if not isinstance(body, dict):
         return 1
     if "input" in body and "messages" not in body:
         return sum(input_tokens(body["input"]))
-    return (_chars(body.get("messages")) + _chars(body.get("system"))) // 4 + 1
+    return (_chars(body.get("messages")) + _chars(body.get("system"))) // 4 + 1 + file_tokens(body)
 
 
 _SAMPLE_STRINGS = {"date-time": "2024-01-01T00:00:00Z", "date": "2024-01-01", "time": "00:00:00", "email": "a@b.co"}

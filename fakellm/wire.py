@@ -16,9 +16,11 @@ def _new_id(prefix: str) -> str:
 class _Invalid(Exception):
     """Strict-mode validation failure -> 400 in the protocol's error shape."""
 
-    def __init__(self, message: str, param: str | None = None) -> None:
+    def __init__(self, message: str, param: str | None = None, code: str | None = None, status: int = 400) -> None:
         super().__init__(message)
         self.param = param  # OpenAI's `error.param`
+        self.code = code  # OpenAI's `error.code`
+        self.status = status  # 400, or 413 for a request over a size limit
 
 
 def _dumps(obj: Any) -> bytes:

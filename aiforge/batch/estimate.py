@@ -6,6 +6,10 @@ tiktoken for OpenAI models when it is installed and its encoding is available, o
 higher), plus ``MESSAGE_OVERHEAD_TOKENS`` per message. Output tokens cannot be counted before the replies exist:
 each item is assumed to produce ``MAX_TOKENS`` when that setting is set, else ``core.tokens.DEFAULT_OUTPUT_TOKENS``;
 a label output (a Literal, Enum or bool: ``classify``, ``filter``) its longest label's JSON, capped by ``MAX_TOKENS``.
+
+A file a prompt carries as a marker (``core.files``) is counted by its provider's published rules
+(``core.file_rules.file_tokens``: an image at the size the wire sends it, a PDF's pages), not as the marker's text;
+a PDF on the text path is its extracted text, counted as text.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiforge.batch.plans import Plan, plans_html, plans_text
+from aiforge.core.file_inputs import FileRules, ImageDetail
+from aiforge.core.files import MARKER, has_markers
 from aiforge.core.pricing import ModelPrice, lookup_price
 from aiforge.core.tokens import CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS, estimate_tokens
 from aiforge.core.types import Usage
@@ -47,6 +53,9 @@ class BatchEstimate:
     plans: tuple[Plan, ...] = ()
     """Every way to run this batch, compared (``batch.plan_table``): as is, deduped, flex, Batch API, packed,
     cascade; the fields above are what ``run_batch`` with these exact options would do."""
+    files: str = ""
+    """The path each file column takes (``"invoice: PDFs native"``: the provider's own block, counted by its rules;
+    ``text``: the PDF's text extracted locally); empty without files."""
 
     @property
     def cheapest(self) -> Plan | None:
@@ -64,6 +73,7 @@ class BatchEstimate:
         return (
             f"{self.to_run}/{self.items} items to run" + (f" ({self.finished} already done)" if self.finished else "")
             + f" · ~{self.input_tokens} input + ~{self.output_tokens} output tokens · ~{cost} on {self.model}"
+            + (f" · files: {self.files}" if self.files else "")
         )
 
     def __repr__(self) -> str:
@@ -94,9 +104,16 @@ class ItemPricer:
     counting: str
     price: ModelPrice | None
     free: bool
+    file_rules: FileRules | None = None
+    """Whose rules count a marker's file (``Provider.file_rules``); None: OpenAI's."""
+    detail: ImageDetail = "auto"
+    """``IMAGE_DETAIL``, the detail an image is counted at."""
 
     def input_tokens(self, text: str) -> int:
-        return self.fixed_tokens + self.count(text)
+        if not has_markers(text):
+            return self.fixed_tokens + self.count(text)
+        files = sum(file_tokens(d, self.file_rules or "openai", self.model, self.detail) for d in MARKER.findall(text))
+        return self.fixed_tokens + self.count(MARKER.sub("", text)) + files
 
     def cost(self, text: str) -> float | None:
         """The estimated USD of ``text``'s request, 0 for a free provider, None when unpriced."""
@@ -109,14 +126,16 @@ class ItemPricer:
 
 def item_pricer(
     *, model: str, system_prompt: str, extras: Sequence[Any], max_tokens: int | None, free: bool,
-    prices: dict[str, dict[str, float]] | None,
+    prices: dict[str, dict[str, float]] | None, file_rules: FileRules | None = None, detail: ImageDetail = "auto",
 ) -> ItemPricer:
     """The pricer of a batch on ``model``: ``extras`` are the tool specs and output schema sent with each item."""
     count, counting = _counter(model)
     extra = json.dumps(list(extras), separators=(",", ":")) if extras else ""
     fixed = count(system_prompt) + count(extra) + 2 * MESSAGE_OVERHEAD_TOKENS
     price = None if free else lookup_price(model, prices or None)
-    return ItemPricer(model, fixed, max_tokens or DEFAULT_OUTPUT_TOKENS, count, counting, price, free)
+    return ItemPricer(
+        model, fixed, max_tokens or DEFAULT_OUTPUT_TOKENS, count, counting, price, free, file_rules, detail
+    )
 
 
 def estimate_of(pricer: ItemPricer, todo: list[str], *, items: int, finished: int = 0) -> BatchEstimate:
@@ -134,6 +153,21 @@ def estimate_of(pricer: ItemPricer, todo: list[str], *, items: int, finished: in
         counting=pricer.counting,
         finished=finished,
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def file_tokens(digest: str, rules: FileRules, model: str, detail: ImageDetail) -> int:
+    """The input tokens of the file a marker names, by ``rules`` (its provider's) on ``model``: by content, so once
+    per distinct file; 0 when the file is gone (its row fails when sent, at no cost)."""
+    from aiforge.core.errors import FileInputError
+    from aiforge.core.file_rules import file_tokens as counted
+    from aiforge.core.files import known_file, read_file
+
+    try:
+        read = read_file(known_file(digest))
+        return 0 if read.digest != digest else int(counted(read, rules, model, detail))
+    except FileInputError:
+        return 0
 
 
 def _counter(model: str) -> tuple[Callable[[str], int], str]:

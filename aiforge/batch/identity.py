@@ -67,6 +67,8 @@ def pricer_of(owner: BatchOwner, spec: OutputSpec | None) -> ItemPricer:
         max_tokens=max_tokens if answer is None else min(answer, max_tokens or answer),
         free=owner.provider.free,
         prices=owner.settings.PRICES,
+        file_rules=getattr(owner.provider, "file_rules", None),
+        detail=owner.settings.IMAGE_DETAIL,
     )
 
 

@@ -41,6 +41,8 @@ class BatchArguments(TypedDict, total=False):
     - ``deadline``: for ``plan="cheapest"``: a ``timedelta``, seconds, or ``"30m"``, ``"2h"``, ``"1d"``.
     - ``calibrate``: scored label rows (``LABELS_BY``) answered after subtracting each label's mean log-probability
       over the batch: more accurate on a small model, but a row's answer depends on its batch.
+    - ``files``: the columns whose str values are paths of files (PDFs, images) to send, ``files=["invoice"]``; a
+      column of ``aiforge.File``, ``pathlib.Path``, bytes or PIL images is one without it (``FILE_INPUT`` says how).
     """
 
     output: Any
@@ -56,6 +58,7 @@ class BatchArguments(TypedDict, total=False):
     plan: str
     deadline: datetime.timedelta | float | str | None
     calibrate: bool
+    files: Sequence[str]
 
 
 DEFAULT_CONCURRENCY = 10
@@ -98,6 +101,8 @@ class BatchOptions:
     plan: str = "as_is"
     deadline: datetime.timedelta | float | str | None = None
     calibrate: bool = False
+    files: Sequence[str] = ()
+    """The columns whose str values are file paths (``core.file_inputs``)."""
 
     def __post_init__(self) -> None:
         if self.plan not in RUN_PLANS:
@@ -117,6 +122,10 @@ class BatchOptions:
             raise UsageError(f"dedup= is True (each distinct prompt once) or False (every row), not {self.dedup!r}")
         if not isinstance(self.calibrate, bool):
             raise UsageError(f"calibrate= is True (calibrate scored labels) or False, not {self.calibrate!r}")
+        files = self.files
+        if isinstance(files, str) or not isinstance(files, Sequence) or not all(isinstance(n, str) for n in files):
+            raise UsageError(f"files= takes a list of column names whose values are file paths, not {files!r}")
+        object.__setattr__(self, "files", tuple(files))
         if self.cascade is not None and not isinstance(self.cascade, Cascade):
             raise UsageError(f"cascade= takes an aiforge.Cascade(first=..., then=...), not {self.cascade!r}")
 
@@ -145,7 +154,7 @@ confirmation, join, evaluate): every option but ``output``, ``prompt`` and ``est
 ROUND_OPTIONS = ("cache", "checkpoint", "restart", "max_cost", "dedup")
 """What an operation that runs batches of its own prompts round after round takes (agg's levels, topk's rounds):
 packing, cascades, plans and calibration would change what a round answers, so they do not apply."""
-PARTITION_OPTIONS = ("cache", "checkpoint", "restart", "max_cost", "dedup", "pack", "calibrate")
+PARTITION_OPTIONS = ("cache", "checkpoint", "restart", "max_cost", "dedup", "pack", "calibrate", "files")
 """What a row operation on a Dask partition takes (``ddf.aiforge.map``...): a cascade and a plan are chosen over the
 whole batch, so they do not split into partitions."""
 VECTOR_OPTIONS = ("cache",)

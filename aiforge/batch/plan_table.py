@@ -28,6 +28,7 @@ from aiforge.batch.estimate import BatchEstimate, ItemPricer, estimate_of, item_
 from aiforge.batch.identity import pricer_of
 from aiforge.batch.packing import pack_texts, packed_prompt, packed_spec, row_ids
 from aiforge.batch.plans import BATCH_API_WINDOW_S, FLEX_SLOWDOWN, Plan, live_seconds, marked_cheapest
+from aiforge.core.file_inputs import paths_text
 from aiforge.core.pricing import flex_discount
 from aiforge.core.types import ProviderError, Usage
 
@@ -48,7 +49,18 @@ def estimate_of_batch(batch: PreparedBatch) -> BatchEstimate:
     pricer = pricer_of(batch.owner, batch.spec)
     texts = batch.inputs
     estimate = estimate_of(pricer, [texts[i] for i in batch.leads], items=len(texts), finished=len(batch.done))
-    return dataclasses.replace(estimate, plans=plans_of(batch, pricer))
+    return dataclasses.replace(estimate, plans=plans_of(batch, pricer), files=files_text(batch))
+
+
+def files_text(batch: PreparedBatch) -> str:
+    """The path each file column takes, and whose rules count it (``core.file_inputs.paths_text``)."""
+    paths = batch.prompts.file_paths
+    if not paths:
+        return ""
+    rules = getattr(batch.owner.provider, "file_rules", None)
+    native = any("native" in kinds.values() for kinds in paths.values())
+    counted = f" (counted by {rules}'s rules)" if native and rules else ""
+    return paths_text(paths) + counted
 
 
 def plans_of(batch: PreparedBatch, pricer: ItemPricer) -> tuple[Plan, ...]:
@@ -130,6 +142,7 @@ def _packed(
     packed = item_pricer(
         model=owner.model, system_prompt=system_prompt, extras=[packed_spec(options.output, k).wire_schema],
         max_tokens=owner.settings.MAX_TOKENS, free=owner.provider.free, prices=owner.settings.PRICES,
+        file_rules=pricer.file_rules, detail=pricer.detail,
     )
     own = pack_texts(prompts)
     input_tokens = 0

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.dedup import Duplicates, find_duplicates
+from aiforge.batch.file_route import check_packable_files, file_route_of
 from aiforge.batch.identity import batch_identity, check_budget_enforceable, open_cache
 from aiforge.batch.label_scoring import check_calibration, scored_labels, unpacked_if_scored
 from aiforge.batch.packing import check_packable
@@ -95,8 +96,9 @@ def prepare(owner: BatchOwner, items: Any, options: BatchOptions, *, resume: boo
     item_type = checked_item_type(owner)
     if not options.estimate:
         check_budget_enforceable(owner, options.max_cost)  # before any request: no price, no budget
-    prompts = batch_prompts(items, options.prompt)
+    prompts = batch_prompts(items, options.prompt, files=options.files, route=file_route_of(owner))
     check_packable(owner, options.pack)
+    check_packable_files(prompts, options.pack)
     if len(prompts.texts) > options.max_batch:
         raise UsageError(
             f"run_batch got {len(prompts.texts)} items but max_batch={options.max_batch}; "
@@ -113,6 +115,7 @@ def prepare(owner: BatchOwner, items: Any, options: BatchOptions, *, resume: boo
         finished_items(identity, checkpoint, item_type, options.output, restart=options.restart) if resume else {}
     )
     errors: dict[int, BaseException] = {i: MissingValueError(why) for i, why in prompts.missing.items()}
+    errors.update(prompts.failed)  # a file that cannot be sent fails its row alone, without a call
     served_again: Callable[[Any], Any] | None = getattr(item_type, "served_again", None) if options.dedup else None
     duplicates = Duplicates() if served_again is None else find_duplicates(prompts.texts, done, errors)
     return PreparedBatch(

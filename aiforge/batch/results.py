@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.item import BatchItem as BatchItem  # where modules and BatchOwner read it
 from aiforge.batch.savings import DEDUP, Savings, row_savings
-from aiforge.core.errors import BudgetExceededError, MissingValueError
+from aiforge.core.errors import BudgetExceededError, FileInputError, MissingValueError
 from aiforge.core.output import OutputSpec
 from aiforge.core.report import OperationReport
 from aiforge.core.timeline import MAX_ROWS
@@ -141,7 +141,7 @@ class BatchResult(OperationReport):
             trace = getattr(result, "trace", None)
             steps = sum(record.get("step") == "model" for record in trace) if trace else 0
             sent += steps or 1
-        unsent = sum(isinstance(f.error, MissingValueError | BudgetExceededError) for f in self.failed)
+        unsent = sum(isinstance(f.error, MissingValueError | BudgetExceededError | FileInputError) for f in self.failed)
         first = self.cascade.first_requests(self.inputs) if self.cascade is not None else 0
         return sent + first + (self.packing.requests if self.packing is not None else 0) + len(self.failed) - unsent
 

@@ -10,8 +10,9 @@ Files are read when a batch builds its prompts (on the Dask worker that builds t
 when a request is sent: nothing holds a path's bytes in between, and a file changed in between fails its row
 rather than sending other bytes than the ones the prompt was keyed by.
 
-PDF and image specifics (pages, text, pixels, resizing, the providers' token rules) live in ``core.pdfs`` and
-``core.images``; they import pypdf and Pillow (the ``documents`` extra) on first use.
+PDF and image specifics (pages, text, pixels, resizing) live in ``core.pdfs`` and ``core.images``, which import pypdf
+and Pillow (the ``documents`` extra) on first use; the providers' token rules and limits, and ``wire_file`` (what is
+sent for a file), in ``core.file_rules``.
 """
 
 from __future__ import annotations

@@ -92,10 +92,19 @@ class AIForgeSettings(BaseSettings):
     PROMPT_CACHE: Literal["auto", "off"] = "auto"
     """"auto" marks a request's shared prefix (tools, system prompt) for the provider's prompt cache when it is long
     enough to be cached (Anthropic's ``cache_control``); "off" never marks it."""
+    IMAGE_DETAIL: Literal["auto", "low", "high"] = "auto"
+    """The ``detail`` of an image sent to OpenAI's Chat Completions (``image_url``): "low" reads it as one 512 px
+    tile (85 tokens on gpt-4o), "high" in 512 px tiles after fitting 2048 px and a 768 px short side, "auto" lets the
+    model choose. Anthropic has no such setting."""
     LABELS_BY: Literal["auto", "scoring", "generation"] = "auto"
     """How a batch row with a label output (``classify``, ``filter``, a Literal, Enum or bool ``output=``) is answered:
     "scoring" reads each label's likelihood (``Provider.score_labels``), "generation" decodes an answer, "auto"
     scores where the provider ``classifies_by_scoring`` (the embedded model) and the agent has no tools."""
+    FILE_INPUT: Literal["auto", "native", "text"] = "auto"
+    """How a file column (a PDF or an image in a row) is sent: "auto" as the provider's own block where it reads that
+    kind (``Provider.reads_files``: openai, anthropic, the gateway), else a PDF's text extracted locally; "native"
+    sends the blocks to any provider with a wire for them (a vision model behind vLLM); "text" extracts PDFs locally
+    even for a provider that reads them. An image on the text path is a ``UsageError`` before any request."""
     MODEL_ROUTER_ENABLED: bool = True
     """Let a tier (``quality=``, else DEFAULT_QUALITY) pick the cheapest model of it or better when MODEL is unset."""
     DEFAULT_QUALITY: Quality | None = None

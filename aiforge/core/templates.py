@@ -18,11 +18,16 @@ import difflib
 import math
 import string
 import sys
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from aiforge.core.file_inputs import fill_files, is_file_cell
 from aiforge.core.types import UsageError
+
+if TYPE_CHECKING:
+    from aiforge.core.file_inputs import FilePath, FileRoute
+    from aiforge.core.files import FileKind
 
 VALUE_FIELD = "value"
 """The field of a one-dimensional item (a list's string, a Series' value) in a template."""
@@ -134,19 +139,29 @@ class BatchPrompts:
     """The row template the texts were filled from (None: each item is its own prompt)."""
     values: list[dict[Any, Any]] | None = None
     """With a template, each row's field values by field name (what a packed request lists per row)."""
+    failed: dict[int, BaseException] = field(default_factory=dict)
+    """Position -> the ``FileInputError`` of a row whose file cannot be sent (it fails without a call)."""
+    file_paths: dict[Any, dict[FileKind, FilePath]] = field(default_factory=dict)
+    """Each file field -> the path (``native``, ``text``) each kind of file in it took (``core.file_inputs``)."""
 
 
-def batch_prompts(items: Any, prompt: str | RowTemplate | None = None) -> BatchPrompts:
-    """The prompts of ``items``, ``prompt`` filled from each row; ``UsageError`` before anything runs."""
+def batch_prompts(
+    items: Any, prompt: str | RowTemplate | None = None, *, files: Sequence[Any] = (), route: FileRoute | None = None
+) -> BatchPrompts:
+    """The prompts of ``items``, ``prompt`` filled from each row; ``UsageError`` before anything runs.
+
+    A file value (``core.files.is_file_value``, or a str in a column of ``files``) fills its field as ``route``
+    says (``core.file_inputs``: its marker, or its PDF's text); a file that cannot be sent fails its row alone."""
     template = _template(prompt)
+    files = tuple(files)
     if isinstance(items, str):
         raise UsageError("run_batch takes a list of strings (or a pandas Series or DataFrame), not a single string.")
     pd = sys.modules.get("pandas")  # a DataFrame or Series means pandas is loaded already
     if pd is not None and isinstance(items, pd.DataFrame):
-        return _frame_prompts(items, template)
+        return _frame_prompts(items, template, files, route)
     if pd is not None and isinstance(items, pd.Series):
         names = [VALUE_FIELD, *([items.name] if isinstance(items.name, str) else [])]
-        return _value_prompts(items.tolist(), names, template, items.index)
+        return _value_prompts(items.tolist(), names, template, items.index, files, route)
     if isinstance(items, Mapping):  # iterating it would ask its keys and drop its values without a word
         raise UsageError(
             f"run_batch takes a list of strings, got a {type(items).__name__}: pass list(d.values()), "
@@ -156,7 +171,7 @@ def batch_prompts(items: Any, prompt: str | RowTemplate | None = None) -> BatchP
         values = list(items)
     except TypeError:
         raise UsageError(f"run_batch takes a list of strings, got {type(items).__name__}.") from None
-    return _value_prompts(values, [VALUE_FIELD], template, None)
+    return _value_prompts(values, [VALUE_FIELD], template, None, files, route)
 
 
 def _template(prompt: Any) -> RowTemplate | None:
@@ -172,8 +187,11 @@ def _template(prompt: Any) -> RowTemplate | None:
     raise UsageError(f"prompt= takes a row template such as 'Classify: {{review}}', got {type(prompt).__name__}.")
 
 
-def _frame_prompts(frame: Any, template: RowTemplate | None) -> BatchPrompts:
+def _frame_prompts(frame: Any, template: RowTemplate | None, files: tuple[Any, ...], route: Any) -> BatchPrompts:
     columns = list(frame.columns)
+    unknown = [name for name in files if name not in columns]
+    if unknown:
+        raise UsageError(no_such_column("files=", unknown[0], columns))
     if template is None:
         if len(columns) != 1:
             example = columns[0] if columns else "review"
@@ -182,21 +200,27 @@ def _frame_prompts(frame: Any, template: RowTemplate | None) -> BatchPrompts:
                 f"about, e.g. prompt='Classify: {{{example}}}'; or pass the one column, e.g. df[{example!r}]. "
                 f"{_listed(columns)}"
             )
-        return _value_prompts(frame.iloc[:, 0].tolist(), [columns[0]], None, frame.index)
+        return _value_prompts(frame.iloc[:, 0].tolist(), [columns[0]], None, frame.index, files, route)
     template.check(columns)
     _check_names_a_field(template)
     values = {name: frame[name].tolist() for name in template.fields}
     rows = [dict(zip(values, row, strict=True)) for row in zip(*values.values(), strict=True)]
-    return _row_prompts(rows, template, frame.index)
+    return _row_prompts(rows, template, frame.index, files=files, route=route)
 
 
-def _value_prompts(values: list[Any], names: list[Any], template: RowTemplate | None, index: Any) -> BatchPrompts:
+def _value_prompts(
+    values: list[Any], names: list[Any], template: RowTemplate | None, index: Any, files: tuple[Any, ...], route: Any
+) -> BatchPrompts:
+    # Each value is a field of every name it goes by: a Series named in files= is a column of paths.
+    files = (VALUE_FIELD, *names) if any(name in files for name in names) else files
+    if template is None and any(is_file_cell(value, VALUE_FIELD, files) for value in values):
+        template = RowTemplate(f"{{{VALUE_FIELD}}}")  # a column of files asked as they are: each file its prompt
     if template is not None:
         _check_value_fields(template, names, series=index is not None)
         _check_names_a_field(template)
         rows = [dict.fromkeys(names, value) for value in values]
         # A named Series' missing value is reported by its name ("missing value: text"), whichever field asked.
-        return _row_prompts(rows, template, index, shown={VALUE_FIELD: names[-1]})
+        return _row_prompts(rows, template, index, shown={VALUE_FIELD: names[-1]}, files=files, route=route)
     for i, value in enumerate(values):
         if not (isinstance(value, str) or _is_missing(value)):
             raise UsageError(
@@ -223,14 +247,22 @@ def _check_value_fields(template: RowTemplate, names: list[Any], *, series: bool
 
 
 def _row_prompts(
-    rows: list[dict[Any, Any]], template: RowTemplate, index: Any, shown: dict[str, Any] | None = None
+    rows: list[dict[Any, Any]],
+    template: RowTemplate,
+    index: Any,
+    shown: dict[str, Any] | None = None,
+    *,
+    files: tuple[Any, ...] = (),
+    route: FileRoute | None = None,
 ) -> BatchPrompts:
     missing = {}
     for i, row in enumerate(rows):
         empty = dict.fromkeys(str((shown or {}).get(name, name)) for name in template.fields if _is_missing(row[name]))
         if empty:
             missing[i] = f"missing value: {', '.join(empty)}"
-    return BatchPrompts([template.fill(row) for row in rows], missing, index, template, rows)
+    failed, paths = fill_files(rows, template.fields, files, route, skip=missing.keys())
+    texts = [template.fill(row) for row in rows]
+    return BatchPrompts(texts, missing, index, template, rows, dict(failed), paths)
 
 
 def _check_names_a_field(template: RowTemplate) -> None:

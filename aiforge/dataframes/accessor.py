@@ -28,6 +28,8 @@ Importing this module registers the accessors (``aiforge`` imports it when panda
 - ``results``: how a result is put together (new columns on the input's index, the report in ``.attrs``);
 - ``row_operations``: map, classify, filter, extract and judge, one batch over the rows;
 - ``column_operations``: topk, agg, embed, dedup and cluster, over all the rows at once;
+- ``split``: a column of documents (texts, PDFs) to one row a chunk on the input's index then ``chunk``
+  (``core.chunks`` cuts them), whose answers ``agg(by="document")`` folds back onto the documents;
 - ``frame_accessor`` (``df.aiforge``), ``series_accessor`` (``s.aiforge``), ``groupby_accessor``
   (``df.groupby(keys).aiforge``): the accessors registered with pandas.
 """
@@ -37,7 +39,7 @@ from __future__ import annotations
 from aiforge.dataframes.frame_accessor import DataFrameOperations
 from aiforge.dataframes.groupby_accessor import GroupByOperations
 from aiforge.dataframes.results import ATTRS_KEY, LABEL_COLUMN, RESPONSE_COLUMN, attach, batch_columns
-from aiforge.dataframes.row_operations import extraction_prompt
+from aiforge.dataframes.row_operations import extraction_prompt, holds_files
 from aiforge.dataframes.series_accessor import SeriesOperations
 
 _attach = attach
@@ -56,4 +58,5 @@ __all__ = [
     "attach",
     "batch_columns",
     "extraction_prompt",
+    "holds_files",
 ]

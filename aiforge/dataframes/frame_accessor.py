@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from aiforge.batch.options import DEFAULT_CONCURRENCY, ROW_OPTIONS, VECTOR_OPTIONS, with_options
+from aiforge.core.chunks import DEFAULT_GATHER_TOKENS
 from aiforge.core.templates import no_such_column
 from aiforge.core.types import UsageError
 from aiforge.dataframes.column_operations import ColumnOperations
@@ -131,6 +132,37 @@ class DataFrameOperations(RowOperations, ColumnOperations):
             vectors = df.aiforge.embed("review", provider="openai")
         """
         return self._embed(text_column(self._data, column), agent, model, cache, concurrency, batch_size, settings)
+
+    def split(
+        self,
+        column: str,
+        by: str = "tokens",
+        size: int | None = None,
+        *,
+        overlap: int = 0,
+        gather: str | None = None,
+        gather_tokens: int = DEFAULT_GATHER_TOKENS,
+        prompt: str | None = None,
+        keep: bool | Sequence[str] = False,
+        agent: ChatAgent | None = None,
+        **settings: Any,
+    ) -> pd.DataFrame:
+        """Each document of ``column`` (text, or an ``aiforge.File``/``Path``/bytes of a PDF) cut into chunks of at
+        most ``size`` tokens (None: the most the model's window holds), by ``"page"`` or ``"tokens"`` with
+        ``overlap``: one row a chunk (``document``, ``page``, ``last_page``, ``text``, ``tokens``, ``context`` with
+        ``gather="tail"|"heading"``, ``error``) on the input's index then ``chunk``. A document that cannot be read
+        is one row with its ``error``. See ``aiforge.dataframes.split``::
+
+            chunks = docs.aiforge.split("pdf", gather="heading")
+            chunks["answer"] = chunks.aiforge.map("{context}\\n{text}\\nAny penalty clause?")["response"]
+            docs["penalties"] = chunks.aiforge.agg("Penalty clauses: {answer}", by="document")
+        """
+        from aiforge.dataframes.split import split_frame
+
+        return split_frame(
+            self._data, column, by=by, size=size, overlap=overlap, gather=gather, gather_tokens=gather_tokens,
+            prompt=prompt, keep=keep, agent=agent, settings=settings,
+        )  # fmt: skip
 
     @with_options(ROW_OPTIONS)
     def evaluate(

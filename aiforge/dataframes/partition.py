@@ -41,6 +41,7 @@ from aiforge.dataframes.accessor import (
     RESPONSE_COLUMN,
     _columns,
     extraction_prompt,
+    holds_files,
 )
 
 if TYPE_CHECKING:
@@ -136,6 +137,8 @@ def run_partition(part: pd.DataFrame, spec: PartitionSpec) -> BatchResult:
         if spec.column not in part.columns:
             raise UsageError(no_such_column("extract", spec.column, part.columns))
         items: Any = part[spec.column]
+        if holds_files(items, spec.options.get("files") or ()):
+            spec = replace(spec, prompt=extraction_prompt(spec.output, document=True))
     else:
         items = part
     options = dict(spec.options)

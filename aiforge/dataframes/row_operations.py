@@ -16,6 +16,7 @@ import pandas as pd
 from aiforge.batch.options import DEFAULT_CONCURRENCY, ROW_OPTIONS, BatchOptions, batch_options, with_options
 from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.columns import OUTPUT_COLUMN
+from aiforge.core.files import is_file_value
 from aiforge.core.labels import checked_labels
 from aiforge.core.output import OutputSpec
 from aiforge.core.templates import VALUE_FIELD
@@ -112,8 +113,9 @@ class RowOperations:
         concurrency: int,
         settings: dict[str, Any],
     ) -> pd.DataFrame:
-        """``extract`` over the texts ``items`` (a DataFrame's column, or a Series' values)."""
-        batch = _batch(items, extraction_prompt(output), output, agent, concurrency, settings)
+        """``extract`` over the texts ``items`` (a DataFrame's column, or a Series' values), or its files."""
+        prompt = extraction_prompt(output, document=holds_files(items, settings.get("files") or ()))
+        batch = _batch(items, prompt, output, agent, concurrency, settings)
         return attach(batch_columns(batch), batch)
 
     def _run(
@@ -122,16 +124,23 @@ class RowOperations:
         return _batch(self._data, prompt, output, agent, concurrency, settings)
 
 
-def extraction_prompt(output: Any) -> str:
-    """The row template ``extract`` asks with: what to extract, then the text as ``{value}``."""
+def extraction_prompt(output: Any, *, document: bool = False) -> str:
+    """The row template ``extract`` asks with: what to extract, then the text (``document``: the file) as
+    ``{value}``."""
     spec = OutputSpec.of(output)
+    source = "document" if document else "text"
     if spec.is_object:
         fields = list(spec.schema["properties"])
         wanted = fields[0] if len(fields) == 1 else f"{', '.join(fields[:-1])} and {fields[-1]}"
-        what = f"Extract the {wanted} from the text below. Use null for a field the text does not give."
+        what = f"Extract the {wanted} from the {source} below. Use null for a field the {source} does not give."
     else:
-        what = f"Extract the {spec.name} from the text below."
-    return f"{what}\n\nText:\n{{{VALUE_FIELD}}}"
+        what = f"Extract the {spec.name} from the {source} below."
+    return f"{what}\n\n{source.capitalize()}:\n{{{VALUE_FIELD}}}"
+
+
+def holds_files(items: pd.Series, files: Sequence[str]) -> bool:
+    """Whether the column ``items`` is a file column: named in ``files=``, or holding files by their type."""
+    return items.name in files or any(map(is_file_value, items.tolist()))
 
 
 def _batch(

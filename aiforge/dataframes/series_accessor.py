@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from aiforge.batch.options import DEFAULT_CONCURRENCY, ROW_OPTIONS, VECTOR_OPTIONS, with_options
+from aiforge.core.chunks import DEFAULT_GATHER_TOKENS
 from aiforge.dataframes.column_operations import ColumnOperations
 from aiforge.dataframes.results import ATTRS_KEY, records_reports
 from aiforge.dataframes.row_operations import RowOperations
@@ -88,3 +89,28 @@ class SeriesOperations(RowOperations, ColumnOperations):
             vectors = df["review"].aiforge.embed(provider="openai")
         """
         return self._embed(self._data, agent, model, cache, concurrency, batch_size, settings)
+
+    def split(
+        self,
+        by: str = "tokens",
+        size: int | None = None,
+        *,
+        overlap: int = 0,
+        gather: str | None = None,
+        gather_tokens: int = DEFAULT_GATHER_TOKENS,
+        prompt: str | None = None,
+        agent: ChatAgent | None = None,
+        **settings: Any,
+    ) -> pd.DataFrame:
+        """Each document value cut into chunks, one row a chunk on the Series' index then ``chunk``; see
+        ``DataFrameOperations.split``::
+
+            chunks = docs["pdf"].aiforge.split(by="page")
+        """
+        from aiforge.dataframes.split import split_frame
+
+        column = self._data.name if self._data.name is not None else "document"
+        return split_frame(
+            self._data.to_frame(column), column, by=by, size=size, overlap=overlap, gather=gather,
+            gather_tokens=gather_tokens, prompt=prompt, agent=agent, settings=settings,
+        )  # fmt: skip

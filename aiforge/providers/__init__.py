@@ -8,6 +8,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from aiforge.core.file_inputs import FileRules
+from aiforge.core.files import FileKind
 from aiforge.core.settings import AIForgeSettings, where_to_set
 from aiforge.core.types import ConfigError, UsageError
 from aiforge.providers.base import Provider, StreamEvent
@@ -19,6 +21,7 @@ __all__ = [
     "builtin_class",
     "create_provider",
     "embedding_providers",
+    "file_reading_providers",
     "is_embedded",
     "label_scoring_providers",
     "register_provider",
@@ -37,6 +40,8 @@ class BuiltinProviderClass(Protocol):
     scores_labels: bool
     embeds: bool
     default_embedding_model: str | None
+    reads_files: tuple[FileKind, ...]
+    file_rules: FileRules | None
 
     def __call__(self, settings: AIForgeSettings, /) -> Provider: ...
 
@@ -150,6 +155,11 @@ def is_free(name: str) -> bool:
     return name in _BUILTIN and bool(getattr(builtin_class(name), "free", False))
 
 
+def is_builtin(name: str) -> bool:
+    """Whether ``name`` is a built-in provider (its class can be read: ``builtin_class``), not a registered one."""
+    return name in _BUILTIN and name not in _custom
+
+
 def is_embedded(name: str) -> bool:
     """Whether the provider registered as ``name`` is the embedded model (read from its class: nothing loads)."""
     return name in _BUILTIN and builtin_class(name).embedded
@@ -161,6 +171,18 @@ def label_scoring_providers() -> list[str]:
     for name in sorted(_BUILTIN):
         try:
             if builtin_class(name).scores_labels:
+                found.append(name)
+        except ImportError:  # an optional SDK missing: that provider cannot be used at all here
+            continue
+    return found
+
+
+def file_reading_providers(kind: str = "image") -> list[str]:
+    """The built-in providers whose models read ``kind`` of file natively (``reads_files``), read from their classes."""
+    found = []
+    for name in sorted(_BUILTIN):
+        try:
+            if kind in builtin_class(name).reads_files:
                 found.append(name)
         except ImportError:  # an optional SDK missing: that provider cannot be used at all here
             continue

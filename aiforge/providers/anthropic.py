@@ -5,7 +5,8 @@ parameter; turns alternate user/assistant, so consecutive same-role messages are
 content blocks; tool results are ``tool_result`` blocks of the next user turn; ``max_tokens`` is
 required. Sampling parameters are not sent: API version 2026-10-21 (the SDK's default) rejects
 ``temperature`` with a 400, and the SDK no longer accepts it. The shared prefix of a long enough request
-is marked for Anthropic's prompt cache (``anthropic_cache``).
+is marked for Anthropic's prompt cache (``anthropic_cache``). A user message's file markers become ``image`` and
+``document`` blocks in place (``file_blocks``).
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from aiforge.providers.anthropic_cache import mark_shared_prefix
 from aiforge.providers.anthropic_completion import ERROR_TYPE_STATUS, anthropic_usage, completion_from_anthropic
 from aiforge.providers.anthropic_output import add_output_format, output_tool_of, refusal_text
 from aiforge.providers.base import StructuredOutputMode
+from aiforge.providers.file_blocks import anthropic_blocks
 from aiforge.providers.sdk import Endpoint, SDKProvider
 from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
 
 if TYPE_CHECKING:
     import anthropic
 
+    from aiforge.core.file_inputs import FileRules
+    from aiforge.core.files import FileKind
     from aiforge.providers.anthropic_batch import AnthropicBatchAPI
     from aiforge.providers.batch_api import BatchLimits
 
@@ -52,6 +56,8 @@ def to_anthropic_messages(messages: list[Message]) -> tuple[list[str], list[dict
             if content:
                 result["content"] = content
             blocks.append(result)
+        elif role == "user":  # file markers as image and document blocks (file_blocks)
+            blocks += anthropic_blocks(content)
         elif content:  # the API rejects empty text blocks
             blocks.append({"type": "text", "text": content})
         if role == "assistant":
@@ -192,6 +198,7 @@ class AnthropicStreamState:
 # Errors
 # ---------------------------------------------------------------------------
 
+
 @cache
 def _anthropic_errors() -> SDKErrors:
     import anthropic
@@ -223,6 +230,8 @@ class AnthropicProvider(SDKProvider["anthropic.AsyncAnthropic"]):
         "standard_only)"
     )
     structured_output: ClassVar[StructuredOutputMode] = "output_config"
+    reads_files: ClassVar[tuple[FileKind, ...]] = ("image", "pdf")  # image and document content blocks
+    file_rules: ClassVar[FileRules | None] = "anthropic"
     endpoint: ClassVar[Endpoint] = Endpoint(
         "anthropic", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "claude-haiku-4-5", default_url=DEFAULT_BASE_URL
     )

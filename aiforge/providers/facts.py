@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from aiforge.core.file_inputs import FileRules
+    from aiforge.core.files import FileKind
     from aiforge.core.settings import AIForgeSettings
 
 
@@ -29,11 +31,15 @@ class ProviderFacts:
     free: bool = False
     """Whether the chat provider's requests cost nothing (``Provider.free``: the embedded model, a local server, the
     scripted provider); a provider registered by the user counts as billed."""
+    reads_files: tuple[FileKind, ...] = ()
+    """The kinds of file the chat provider reads natively (``Provider.reads_files``); a user's provider: none."""
+    file_rules: FileRules | None = None
+    """Whose rules count and limit its files (``Provider.file_rules``); None: it sends text only."""
 
 
 def provider_facts(settings: AIForgeSettings) -> ProviderFacts:
     """The facts of the providers ``settings`` choose; a ``ConfigError`` when none can be chosen."""
-    from aiforge.providers import is_embedded, is_free, resolve_provider_name
+    from aiforge.providers import builtin_class, is_builtin, is_embedded, is_free, resolve_provider_name
     from aiforge.providers.embedding_choice import embedding_provider_name
 
     name = resolve_provider_name(settings)
@@ -47,4 +53,6 @@ def provider_facts(settings: AIForgeSettings) -> ProviderFacts:
 
         path = resolve_model_path(settings)
         chat_model = None if declares_pooling(path) else model_name_for(path)
-    return ProviderFacts(name, embedded, vectors, chat_model, is_free(name))
+    cls = builtin_class(name) if is_builtin(name) else None
+    reads, rules = (cls.reads_files, cls.file_rules) if cls is not None else ((), None)
+    return ProviderFacts(name, embedded, vectors, chat_model, is_free(name), reads, rules)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from aiforge.core.file_inputs import FileRules
 from aiforge.core.types import CallParams, LabelScores, Message
 from aiforge.providers.openai_scoring import score_by_logprobs
 from aiforge.providers.openai_wire import ChatCompletionsProvider
@@ -56,6 +57,9 @@ class LocalServerProvider(ChatCompletionsProvider):
     # Local servers implement the long-standing parameter; not all know max_completion_tokens.
     max_tokens_field: ClassVar[str] = "max_tokens"
     scores_labels: ClassVar[bool] = True  # a server that returns no logprobs fails with ProviderError
+    # Chat Completions' content parts, read only by a vision model the server may or may not have loaded: text by
+    # default, FILE_INPUT="native" sends them.
+    file_rules: ClassVar[FileRules | None] = "openai"
 
     async def score_labels(self, messages: list[Message], labels: Sequence[str], params: CallParams) -> LabelScores:
         """Each label's probability from the first answer token's ``top_logprobs`` (``openai_scoring``)."""

@@ -12,6 +12,8 @@ from aiforge.providers.openai_wire import ChatCompletionsProvider
 from aiforge.providers.sdk import Endpoint
 
 if TYPE_CHECKING:
+    from aiforge.core.file_inputs import FileRules
+    from aiforge.core.files import FileKind
     from aiforge.providers.batch_api import BatchLimits
     from aiforge.providers.openai_batch import OpenAIBatchAPI
 
@@ -29,6 +31,8 @@ class OpenAIProvider(ChatCompletionsProvider):
     )
     scores_labels: ClassVar[bool] = True
     default_embedding_model: ClassVar[str | None] = DEFAULT_OPENAI_EMBEDDING_MODEL
+    reads_files: ClassVar[tuple[FileKind, ...]] = ("image", "pdf")  # image_url and file content parts
+    file_rules: ClassVar[FileRules | None] = "openai"
 
     def batch_api(self, limits: BatchLimits | None = None) -> OpenAIBatchAPI:
         """The Files + Batches API (``agent.submit_batch``)."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 from aiforge.core.errors import ItemNotRunError
 from aiforge.core.types import CallParams, ProviderError
 from aiforge.providers.batch_api import BatchLimits, BatchRequest, BatchStatus, ItemResult, JobState, ProviderBatchAPI
+from aiforge.providers.file_blocks import content_text
 from aiforge.providers.openai_completion import completion_from_openai
 from aiforge.providers.openai_wire import ChatCompletionsProvider
 from aiforge.providers.sdk import sdk_call
@@ -81,7 +82,7 @@ class OpenAIBatchAPI(ProviderBatchAPI[ChatCompletionsProvider]):
         texts = {}
         for line in await self._lines(batch.input_file_id):
             users = [m for m in line["body"].get("messages", []) if m.get("role") == "user"]
-            texts[line["custom_id"]] = users[-1]["content"] if users else ""
+            texts[line["custom_id"]] = content_text(users[-1]["content"]) if users else ""
         return texts
 
     async def _lines(self, file_id: str | None) -> list[dict[str, Any]]:

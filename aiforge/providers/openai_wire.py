@@ -2,6 +2,7 @@
 
 Neutral messages and tools go out as Chat Completions JSON; responses and stream chunks come back
 as ``Completion`` (read by ``openai_completion``). The two providers are this one adapter at different endpoints.
+A user message's file markers become ``image_url`` and ``file`` parts (``file_blocks``, images at ``IMAGE_DETAIL``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from aiforge.core.logs import redact
 from aiforge.core.types import CallParams, Completion, Embeddings, Message, ProviderError, ToolSpec
 from aiforge.providers.base import StructuredOutputMode
+from aiforge.providers.file_blocks import Detail, openai_content
 from aiforge.providers.openai_completion import OpenAIStreamState, completion_from_openai
 from aiforge.providers.openai_embeddings import embed_over_openai
 from aiforge.providers.openai_output import add_output_format
@@ -24,13 +26,16 @@ from aiforge.providers.sdk_errors import HTTPFailure, SDKErrors
 if TYPE_CHECKING:
     import openai
 
+    from aiforge.core.settings import AIForgeSettings
+
 # ---------------------------------------------------------------------------
 # Requests
 # ---------------------------------------------------------------------------
 
 
-def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """Neutral messages as Chat Completions ``messages``."""
+def to_openai_messages(messages: list[Message], image_detail: Detail = "auto") -> list[dict[str, Any]]:
+    """Neutral messages as Chat Completions ``messages``; a user message's file markers as image and file parts
+    (``file_blocks``, images at ``image_detail``)."""
     out: list[dict[str, Any]] = []
     for message in messages:
         role = message["role"]
@@ -38,6 +43,8 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
             out.append({"role": "tool", "tool_call_id": message.get("tool_call_id", ""), "content": message["content"]})
             continue
         item: dict[str, Any] = {"role": role, "content": message["content"]}
+        if role == "user":
+            item["content"] = openai_content(message["content"], image_detail)
         if role == "user" and message.get("name"):
             item["name"] = message["name"]
         calls = message.get("tool_calls") or []
@@ -98,6 +105,10 @@ class ChatCompletionsProvider(SDKProvider["openai.AsyncOpenAI"]):
     #: OpenAI's reasoning models reject ``max_tokens``; many gateways only know it.
     max_tokens_field: ClassVar[str] = "max_completion_tokens"
 
+    def __init__(self, settings: AIForgeSettings) -> None:
+        super().__init__(settings)
+        self.image_detail: Detail = settings.IMAGE_DETAIL
+
     def _new_client(self) -> openai.AsyncOpenAI:
         import openai
 
@@ -133,7 +144,7 @@ class ChatCompletionsProvider(SDKProvider["openai.AsyncOpenAI"]):
     def _request(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": params.model or self.default_model,
-            "messages": to_openai_messages(messages),
+            "messages": to_openai_messages(messages, self.image_detail),
         }
         if tools:
             request["tools"] = to_openai_tools(tools)

@@ -44,6 +44,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from aiforge.core.file_inputs import FileRules
 from aiforge.core.tokens import CHARS_PER_TOKEN
 from aiforge.core.types import (
     CallParams,
@@ -98,6 +99,7 @@ class ScriptedProvider(Provider):
     scores_labels: ClassVar[bool] = True
     embeds: ClassVar[bool] = True
     default_embedding_model: ClassVar[str | None] = "scripted-embedding"
+    file_rules: ClassVar[FileRules | None] = "openai"  # reads none (text path); FILE_INPUT="native" sends markers
 
     def __init__(
         self,

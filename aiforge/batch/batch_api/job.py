@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from aiforge.batch.batch_api.finished import job_result, record_finished
 from aiforge.batch.batch_api.requests import batch_requests, call_params, index_of
 from aiforge.batch.batch_api.status import JobStatus, job_status
+from aiforge.batch.file_route import file_route_of
 from aiforge.batch.identity import batch_identity
 from aiforge.batch.results import BatchFailure, BatchResult
 from aiforge.batch.resume import open_checkpoint, recorded_job
@@ -197,7 +198,7 @@ class BatchJob:
     ) -> BatchJob:
         """``submit_batch``."""
         spec = None if output is None else OutputSpec.of(output)
-        prompts = batch_prompts(items, prompt)
+        prompts = batch_prompts(items, prompt, route=file_route_of(module))
         identity = batch_identity(module, prompts.texts, spec)
         store = None if checkpoint is None else open_checkpoint(checkpoint, identity, False)
         return await cls.asubmit_prompts(module, prompts, spec, checkpoint=checkpoint, store=store, limits=limits)
@@ -211,8 +212,9 @@ class BatchJob:
         """Send ``prompts`` (``only``: the positions to send, None for every row with a value); ``store`` is the
         checkpoint at ``checkpoint`` of this very batch (its identity computed once, by the caller)."""
         api = module.provider.batch_api(limits)
+        unsent = {**prompts.missing, **{i: str(error) for i, error in prompts.failed.items()}}  # a file that failed
         job = cls(module, api, [], inputs=prompts.texts, index=prompts.index, output=spec,
-                  missing=dict(prompts.missing), checkpoint=checkpoint)
+                  missing=unsent, checkpoint=checkpoint)
         job.store = store
         if store is not None:
             # A rerun of the cell (or after a restart) attaches to the job this batch already has: pay once.
@@ -221,7 +223,9 @@ class BatchJob:
                 job.reattached = True
                 return job
         texts = {
-            i: text for i, text in enumerate(prompts.texts) if i not in prompts.missing and (only is None or i in only)
+            i: text
+            for i, text in enumerate(prompts.texts)
+            if i not in prompts.missing and i not in prompts.failed and (only is None or i in only)
         }
         entries = [api.encode(request) for request in batch_requests(module, texts, job.params)]
         chunks = api.split(entries)
@@ -257,7 +261,7 @@ class BatchJob:
         api = agent.provider.batch_api(limits)
         inputs, index, missing = None, None, {}
         if items is not None:
-            prompts = batch_prompts(items, prompt)
+            prompts = batch_prompts(items, prompt, route=file_route_of(agent))
             inputs, index, missing = prompts.texts, prompts.index, dict(prompts.missing)
         ids = [part for part in job_id.split(JOB_ID_SEPARATOR) if part]
         return cls(agent, api, ids, inputs=inputs, index=index, output=spec, missing=missing, checkpoint=checkpoint)

@@ -148,17 +148,18 @@ def grouped_texts(grouped: Grouped, texts: Sequence[str | None]) -> GroupedTexts
 
 
 def by_groupby(data: pd.DataFrame, by: Any) -> DataFrameGroupBy[Any, Any]:
-    """``data.groupby(by)`` as ``agg(by=...)`` groups: sorted keys, NA keys dropped, only categories with rows."""
-    checked_keys(data.columns, by)
+    """``data.groupby(by)`` as ``agg(by=...)`` groups: sorted keys, NA keys dropped, only categories with rows. A key
+    names a column or an index level (``split``'s chunks fold back by their document's level)."""
+    checked_keys(data.columns, by, levels=data.index.names)
     return data.groupby(by, sort=True, dropna=True, observed=True)
 
 
-def checked_keys(columns: pd.Index, by: Any) -> list[Any]:
-    """``by`` as a list of column names; a ``UsageError`` for one that names no column."""
+def checked_keys(columns: pd.Index, by: Any, levels: Sequence[Any] = ()) -> list[Any]:
+    """``by`` as a list of column (or index ``levels``) names; a ``UsageError`` for one that names neither."""
     keys = by if isinstance(by, list) else [by]
     for key in keys:
         try:
-            found = key in columns
+            found = key in columns or (key is not None and key in levels)
         except TypeError:  # unhashable
             found = False
         if not found:
