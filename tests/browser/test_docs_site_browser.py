@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.browser.test_chat_panel_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, sync_playwright  # noqa: F401
-from tests.docs.test_site import mkdocs_build
+from tests.docs.build import mkdocs_build
 
 pytestmark = pytest.mark.browser
 

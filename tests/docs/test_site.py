@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import ast
 import inspect
-import os
 import re
-import subprocess
-import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +22,7 @@ import pytest
 
 import aiforge
 from aiforge.core.settings import AIForgeSettings
+from tests.docs.build import mkdocs_build
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -44,26 +42,6 @@ ACCESSORS = {
 """The accessors' classes (``df.aiforge``, ``s.aiforge``, ``df.groupby(k).aiforge``, ``ddf.aiforge``)."""
 
 pytestmark = pytest.mark.slow  # one build, 10-40 s: `pytest --all` (the README's test command) runs it
-
-OFFLINE = "http://127.0.0.1:9"
-"""Every proxy variable points at the discard port: a request from the build fails instead of leaving the machine."""
-
-
-def mkdocs_build(site: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``mkdocs build --strict`` of the checkout into ``site``, offline (the same command contributors run)."""
-    env = {name: value for name, value in os.environ.items() if not name.lower().endswith("_proxy")}
-    env.update(
-        PYTHONPATH=str(ROOT),
-        NO_MKDOCS_2_WARNING="1",  # material's end-of-life banner, printed on every build
-        HTTP_PROXY=OFFLINE,
-        HTTPS_PROXY=OFFLINE,
-        http_proxy=OFFLINE,
-        https_proxy=OFFLINE,
-        NO_PROXY="",
-        no_proxy="",
-    )
-    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)]
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")
