@@ -90,6 +90,10 @@ def settings_table() -> str:
     """Every ``AIForgeSettings`` field as a Markdown table, in the class's order."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
+    import typing
+
+    from pydantic import BaseModel
+
     from aiforge.core.setting_sources import ENV_PREFIX, STANDARD_ENV
     from aiforge.core.settings import AIForgeSettings
 
@@ -108,8 +112,10 @@ def settings_table() -> str:
                 "(docs/hooks.py) needs one line saying what it does"
             )
         env = f"`{ENV_PREFIX}{name}`" if name not in STANDARD_ENV else f"`{name}` or `{ENV_PREFIX}{name}`"
-        if name == "chat":
-            env = "aiforge.yaml only"
+        annotation = field.annotation
+        section = isinstance(annotation, type) and issubclass(annotation, BaseModel)
+        if typing.get_origin(annotation) is dict or section:
+            env += " (JSON)"  # a mapping or a section is read from the environment as JSON
         default = field.get_default(call_default_factory=True)
         default_text = f'"{default}"' if isinstance(default, str) else repr(default)
         cells = [
