@@ -73,7 +73,9 @@ class AIForgeSettings(BaseSettings):
     (text-embedding-3-small for openai, the served model for a gateway, the bundled weights for local,
     all-MiniLM-L6-v2 for sentence-transformers, which also takes a model folder)."""
     TEMPERATURE: float = Field(default=0.7, ge=0.0, le=2.0)
+    """Sampling temperature sent with each request, 0 to 2 (lower is more deterministic)."""
     MAX_TOKENS: int | None = Field(default=None, ge=1)
+    """Longest answer a request may generate, in tokens; None leaves it to the provider."""
     TIMEOUT: float = Field(default=60.0, gt=0)
     """Seconds per request before ``APITimeoutError``."""
     MAX_RETRIES: int = Field(default=2, ge=0, le=20)
@@ -104,14 +106,22 @@ class AIForgeSettings(BaseSettings):
     sends the blocks to any provider with a wire for them (a vision model behind vLLM); "text" extracts PDFs locally
     even for a provider that reads them. An image on the text path is a ``UsageError`` before any request."""
     MODEL_ROUTER_ENABLED: bool = True
+    """Let a tier (``quality=``, else DEFAULT_QUALITY) pick the cheapest model of it or better when MODEL is unset."""
     DEFAULT_QUALITY: Quality | None = None
+    """The tier (high, medium, low) routed to when a call names none; None: the provider's default model."""
 
     OPENAI_API_KEY: SecretStr | None = env_field("OPENAI_API_KEY")
+    """OpenAI's API key (also read as OPENAI_API_KEY); never shown."""
     OPENAI_BASE_URL: str | None = env_field("OPENAI_BASE_URL")
+    """An OpenAI-compatible endpoint instead of api.openai.com (also read as OPENAI_BASE_URL)."""
     ANTHROPIC_API_KEY: SecretStr | None = env_field("ANTHROPIC_API_KEY")
+    """Anthropic's API key (also read as ANTHROPIC_API_KEY); never shown."""
     ANTHROPIC_BASE_URL: str | None = env_field("ANTHROPIC_BASE_URL")
+    """An Anthropic-compatible endpoint instead of api.anthropic.com (also read as ANTHROPIC_BASE_URL)."""
     GATEWAY_BASE_URL: str | None = None
+    """The internal_gateway provider's OpenAI-compatible endpoint."""
     GATEWAY_API_KEY: SecretStr | None = None
+    """The internal_gateway provider's key (only AIFORGE_GATEWAY_API_KEY is read); never shown."""
     GATEWAY_MODEL: str | None = None
     """Default model name sent to the gateway when MODEL is not set."""
 
@@ -120,6 +130,7 @@ class AIForgeSettings(BaseSettings):
     LOCAL_THREADS: int | None = Field(default=None, ge=1)
     """CPU threads for the embedded model; None uses the machine's cores."""
     LOCAL_CONTEXT_SIZE: int = Field(default=4096, ge=256)
+    """The embedded model's context window in tokens (prompt and answer together)."""
     OLLAMA_HOST: str | None = env_field("OLLAMA_HOST")
     """Ollama's host (Ollama's own variable); default localhost:11434, its /v1 API is used."""
     LMSTUDIO_BASE_URL: str | None = None
@@ -159,6 +170,7 @@ class AIForgeSettings(BaseSettings):
     """The cassette (JSONL) REPLAY reads and writes, e.g. notebooks/cassettes/11_sessions_and_logs.jsonl."""
 
     chat: ChatSection = Field(default_factory=ChatSection)
+    """The ``chat:`` section of aiforge.yaml: ``system_prompt``, the default system prompt of every ChatAgent."""
 
     @classmethod
     def settings_customise_sources(
