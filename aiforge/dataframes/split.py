@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -33,6 +34,7 @@ from aiforge.chat.operation_agent import operation_agent
 from aiforge.core.chunks import DEFAULT_GATHER_TOKENS, Chunk, check_split, document_pages, split_pages
 from aiforge.core.costs import caller_stacklevel
 from aiforge.core.errors import ConfigError, FailedRowsWarning, FileInputError, UsageError
+from aiforge.core.files import File
 from aiforge.core.templates import RowTemplate, no_such_column
 from aiforge.core.tokens import estimate_tokens
 from aiforge.semantic.agg.chunks import ChunkBudget
@@ -190,7 +192,10 @@ def _missing(value: Any) -> bool:
 
 
 def _name(value: Any) -> str:
-    return getattr(value, "name", None) or (str(value) if not isinstance(value, bytes | bytearray) else "the PDF")
+    """How an error names a document: a file's or path's name, else the cell as text (a PDF's bytes: "the PDF")."""
+    if isinstance(value, File | PurePath):
+        return value.name
+    return "the PDF" if isinstance(value, bytes | bytearray) else str(value)
 
 
 def _row(chunk: Chunk) -> dict[str, Any]:
