@@ -33,6 +33,7 @@ from aiforge.batch.results import BatchFailure, BatchResult
 from aiforge.batch.resume import open_checkpoint, recorded_job
 from aiforge.core.aio import run_sync
 from aiforge.core.errors import (
+    FileInputError,
     ItemNotRunError,
     JobNotFinishedError,
 )
@@ -210,7 +211,8 @@ class BatchJob:
         only: Collection[int] | None = None,
     ) -> BatchJob:
         """Send ``prompts`` (``only``: the positions to send, None for every row with a value); ``store`` is the
-        checkpoint at ``checkpoint`` of this very batch (its identity computed once, by the caller)."""
+        checkpoint at ``checkpoint`` of this very batch (its identity computed once, by the caller). A row whose file
+        is gone, changed or over the provider's limit when its request is built fails alone, as at prepare."""
         api = module.provider.batch_api(limits)
         unsent = {**prompts.missing, **{i: str(error) for i, error in prompts.failed.items()}}  # a file that failed
         job = cls(module, api, [], inputs=prompts.texts, index=prompts.index, output=spec,
@@ -227,7 +229,12 @@ class BatchJob:
             for i, text in enumerate(prompts.texts)
             if i not in prompts.missing and i not in prompts.failed and (only is None or i in only)
         }
-        entries = [api.encode(request) for request in batch_requests(module, texts, job.params)]
+        entries = []
+        for position, request in zip(texts, batch_requests(module, texts, job.params), strict=True):
+            try:
+                entries.append(api.encode(request))
+            except FileInputError as exc:  # gone, changed or over a limit since prepare: this row alone fails
+                job.missing[position] = str(exc)
         chunks = api.split(entries)
         try:
             for part, chunk in enumerate(chunks, start=1):
