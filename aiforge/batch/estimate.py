@@ -163,19 +163,13 @@ def estimate_of(pricer: ItemPricer, todo: list[str], *, items: int, finished: in
     )
 
 
-@functools.lru_cache(maxsize=4096)
 def file_tokens(digest: str, rules: FileRules, model: str, detail: ImageDetail) -> int:
     """The input tokens of the file a marker names, by ``rules`` (its provider's) on ``model``: by content, so once
-    per distinct file; 0 when the file is gone (its row fails when sent, at no cost)."""
-    from aiforge.core.errors import FileInputError
-    from aiforge.core.file_rules import file_tokens as counted
-    from aiforge.core.files import known_file, read_file
+    per distinct file (the cache the rate pacer's count shares); 0 when the file is gone (its row fails when sent, at
+    no cost)."""
+    from aiforge.core.file_rules import marker_tokens
 
-    try:
-        read = read_file(known_file(digest))
-        return 0 if read.digest != digest else int(counted(read, rules, model, detail))
-    except FileInputError:
-        return 0
+    return marker_tokens(digest, rules, model, detail)
 
 
 def _counter(model: str) -> tuple[Callable[[str], int], str]:

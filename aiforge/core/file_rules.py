@@ -22,6 +22,7 @@ page is at least as large as each vendor reads an image, so the page costs what 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal, TypeVar
@@ -170,6 +171,19 @@ def file_tokens(read: ReadFile, rules: Rules, model: str | None, detail: Detail 
         pdf_page_tokens(estimate_tokens(text), width, height, rules, model)
         for text, width, height in pdf_page_facts(read.data, read.name)
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def marker_tokens(digest: str, rules: Rules, model: str | None, detail: Detail = "auto") -> int:
+    """Input tokens of the file a marker names (``file_tokens`` by ``rules`` on ``model``), by content, so once per
+    distinct file in the process; 0 when the file is gone or changed (its row fails when sent, at no cost)."""
+    from aiforge.core.files import known_file, read_file
+
+    try:
+        read = read_file(known_file(digest))
+        return 0 if read.digest != digest else int(file_tokens(read, rules, model, detail))
+    except FileInputError:
+        return 0
 
 
 def wire_file(read: ReadFile, rules: Rules, detail: Detail = "auto", model: str | None = None) -> WireFile:

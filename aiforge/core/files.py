@@ -171,6 +171,24 @@ def is_file_value(value: Any) -> bool:
     return isinstance(value, (File, os.PathLike, bytes, bytearray, memoryview)) or _is_pil_image(value)
 
 
+def refuse_files(values: Any, operation: str, column: Any) -> None:
+    """A one-line ``UsageError`` when one of ``values`` (a column) is a file: ``operation`` (agg, topk, join, embed,
+    dedup, cluster) reads text, and a file's ``str`` is only its path; the error names what reads files instead."""
+    if str(getattr(values, "dtype", "object")) != "object":  # a string or numeric column holds no file
+        return
+    found = next((value for value in values if is_file_value(value)), None)
+    if found is None:
+        return
+    field = column if isinstance(column, str) else "value"
+    shown = found.name if isinstance(found, File) else type(found).__name__
+    raise UsageError(
+        f"{operation}: the column {field!r} holds files ({shown}), and {operation} reads text, not files; read each "
+        f"file with map or extract first (df['summary'] = df.aiforge.map('Summarise {{{field}}}')['response']) and "
+        f"{operation} that column, or cut the documents into text with df.aiforge.split({field!r}) and {operation} "
+        "its 'text' column."
+    )
+
+
 # ---------------------------------------------------------------------------
 # Markers: the files of this process's prompts, by digest
 # ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ without tiktoken, the scripted provider's usage) counts from ``CHARS_PER_TOKEN``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 CHARS_PER_TOKEN = 4
@@ -29,14 +29,21 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-def request_tokens(messages: list[Any], max_tokens: int | None) -> float:
+def request_tokens(messages: list[Any], max_tokens: int | None, files: Callable[[str], int] | None = None) -> float:
     """A request's tokens before it is sent: its messages' characters / ``CHARS_PER_TOKEN`` (not rounded) plus
-    the output allowance (``max_tokens``, else ``DEFAULT_OUTPUT_TOKENS``)."""
-    chars = 0
+    the output allowance (``max_tokens``, else ``DEFAULT_OUTPUT_TOKENS``). With ``files`` (a file marker's digest to
+    its tokens by the provider's rules, ``core.file_rules.marker_tokens``), a marker counts as its file, not as its
+    ~41 characters."""
+    chars, file_tokens = 0, 0
     for message in messages:
         content = message.get("content") if isinstance(message, Mapping) else None
         if isinstance(content, str):
+            if files is not None and "[[file:" in content:
+                from aiforge.core.files import MARKER
+
+                file_tokens += sum(files(digest) for digest in MARKER.findall(content))
+                content = MARKER.sub("", content)
             chars += len(content)
         elif isinstance(content, list):
             chars += sum(len(part.get("text") or "") for part in content if isinstance(part, Mapping))
-    return chars / CHARS_PER_TOKEN + (max_tokens or DEFAULT_OUTPUT_TOKENS)
+    return chars / CHARS_PER_TOKEN + file_tokens + (max_tokens or DEFAULT_OUTPUT_TOKENS)

@@ -5,6 +5,10 @@ requests and cost) is in the result's ``.attrs["aiforge"]`` (``results``).
 ``agg`` reduces all the rows (or each group's, ``by=``) to one answer under ``CONTEXT_WINDOW``
 (``semantic.agg``). The frame's ``dedup``, ``cluster`` and ``embed`` name the text column;
 the Series' read its values: both call the helpers here.
+
+All of them read text: a column of files (``aiforge.File``, ``Path``, bytes, PIL images), whose ``str`` is only a
+path, is a one-line ``UsageError`` before any request (``core.files.refuse_files``) naming what reads files: ``map``
+or ``extract`` each file first and run the operation on their answers, or ``split`` the documents into text chunks.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from aiforge.batch.options import (
     with_options,
 )
 from aiforge.chat.operation_agent import operation_agent
+from aiforge.core.files import refuse_files
 from aiforge.dataframes.results import attach, last_report, remember
 
 if TYPE_CHECKING:
@@ -64,7 +69,8 @@ class ColumnOperations:
         n - 1 + (k - 1)·⌈log2 n⌉); see ``aiforge.semantic.topk``. k above the number of rows ranks them all.
         ``cache=``, ``checkpoint=`` (one file, every round in it), ``restart=``, ``max_cost=`` and ``dedup=`` go to
         every round; the ``TopKRun`` (batches, requests, cost) is in ``.attrs["aiforge"]``. A comparison failing twice
-        raises ``ComparisonFailedError``. On a Series, the frame has the values and ``rank``::
+        raises ``ComparisonFailedError``. A field naming a column of files is a ``UsageError``: rank what ``map``
+        read from each file. On a Series, the frame has the values and ``rank``::
 
             tickets.aiforge.topk("the most urgent ticket: {ticket}", k=3)
         """
@@ -143,7 +149,9 @@ class ColumnOperations:
         ``df.aiforge.last_report``, as every operation's is. With ``by`` (a column or a list): a Series indexed by
         group. ``cache=``, ``checkpoint=`` (one file, every level in it), ``restart=``,
         ``max_cost=`` and ``dedup=`` go to each level's batch; the same call after an interrupt asks only the
-        unanswered chunks (``semantic.agg``).
+        unanswered chunks (``semantic.agg``). A field naming a column of files is a ``UsageError``: ``map`` or
+        ``extract`` each file first and agg the answers, or ``split`` the documents and agg their ``text`` by
+        ``document``.
         """
         from aiforge.semantic.agg.frames import agg_answer, agg_data
 
@@ -168,6 +176,7 @@ class ColumnOperations:
         """``dedup`` over the texts ``values`` (a DataFrame's column, or a Series' values)."""
         from aiforge.semantic.near_duplicates import check_unique_index, dedup_request, duplicate_ids
 
+        refuse_files(values, "dedup", values.name)
         options = batch_options(settings)
         agent = operation_agent(agent, settings)
         request = dedup_request(
@@ -183,6 +192,7 @@ class ColumnOperations:
         """``cluster`` over the texts ``values``."""
         from aiforge.semantic.clusters import cluster_ids
 
+        refuse_files(values, "cluster", values.name)
         agent, options = _semantic_agent(agent, settings)
         ids, report = cluster_ids(values, agent, n_clusters, seed=seed, cache=options.get("cache"))
         return attach(ids, report)
@@ -200,6 +210,7 @@ class ColumnOperations:
         """``embed`` over the texts ``values``: a Series of unit vectors (``semantic.embed_column``)."""
         from aiforge.semantic.embed_column import embedding_series
 
+        refuse_files(values, "embed", values.name)
         take_options(settings, VECTOR_OPTIONS, "embed")  # cache= is a parameter: a rerun embeds only what is new
         return embedding_series(
             values,

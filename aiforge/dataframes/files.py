@@ -6,6 +6,11 @@ partition), ``name``, ``size`` (bytes), ``pages`` (a PDF's page count; ``<NA>`` 
 be opened: its row fails alone when asked), ``mime`` (from the file's leading bytes; ``<NA>`` for a kind aiforge
 does not send). Sorted by path.
 
+A folder lists every file in it, documents or not: a ``notes.txt`` or an empty file is a row with ``mime`` ``<NA>``,
+and when a batch asks that row it fails alone (``FileInputError``: not a PDF or an image) while the others are
+answered. Keep only what aiforge sends with ``listed[listed["mime"].notna()]``, or list with a glob
+(``"invoices/*.pdf"``).
+
 Dask: ``dd.from_pandas`` turns an object column into strings by default (``dataframe.convert-string``), and a
 ``File``'s string is its path: name that column in ``files=`` (``ddf.aiforge.extract("file", output=Invoice,
 files=["file"])``), or keep the ``File`` objects with ``dask.config.set({"dataframe.convert-string": False})``. Either

@@ -82,10 +82,10 @@ class DataFrameOperations(RowOperations, ColumnOperations):
         whose estimated recall reaches ``target_recall``; the pairs between it and where the sample saw no false
         pair are confirmed (``semantic.dedup_auto``). Otherwise (a free model such as the embedded one, or
         ``confirm=False``), the threshold is the embedding model's own (``semantic.dedup_thresholds``; 0.9 for a
-        model not in it) and no chat request is made. A missing value is
-        its own group. On a chat model's vectors (the embedded model's) it warns (``ChatModelVectorsWarning``).
-        The ``DedupReport`` (threshold and how it was chosen, the sample's estimates, requests, cost) is in
-        ``.attrs["aiforge"]``::
+        model not in it) and no chat request is made. A missing value is its own group; a column of files is a
+        ``UsageError``, as for ``embed``. On a chat model's vectors (the embedded model's) it warns
+        (``ChatModelVectorsWarning``). The ``DedupReport`` (threshold and how it was chosen, the sample's estimates,
+        requests, cost) is in ``.attrs["aiforge"]``::
 
             ids = df.aiforge.dedup("ticket", threshold="auto")
             df[ids == ids.index]             # the first row of each group
@@ -102,8 +102,9 @@ class DataFrameOperations(RowOperations, ColumnOperations):
         """``cluster``: each row's topic cluster ``0..n_clusters-1`` (k-means on the embeddings of ``column``).
 
         The same texts and ``seed`` give the same clusters; cluster 0 is the first row's. A missing value is
-        ``<NA>``. On a chat model's vectors (the embedded model's) it warns (``ChatModelVectorsWarning``). The
-        ``ClusterReport`` (sizes, cost) is in ``.attrs["aiforge"]``::
+        ``<NA>``; a column of files is a ``UsageError``, as for ``embed``. On a chat model's vectors (the embedded
+        model's) it warns (``ChatModelVectorsWarning``). The ``ClusterReport`` (sizes, cost) is in
+        ``.attrs["aiforge"]``::
 
             df["topic"] = df.aiforge.cluster("ticket", n_clusters=8)
         """
@@ -127,7 +128,9 @@ class DataFrameOperations(RowOperations, ColumnOperations):
         Vectors have unit length (L2 norm 1: a dot product is the cosine); a missing value gives None, an empty
         string is a ``UsageError``. ``model`` is the embeddings model (default ``EMBEDDING_MODEL``, else the
         provider's); ``cache=`` as ``map``'s; the ``EmbeddingReport`` (cost, tokens, requests) is in
-        ``.attrs["aiforge"]``. See ``aiforge.semantic.embed_column``::
+        ``.attrs["aiforge"]``. A column of files (``aiforge.File``, ``Path``, bytes) is a ``UsageError`` before any
+        request: a file's ``str`` is its path, not its text, so embed what ``map`` or ``extract`` read from each file,
+        or the ``text`` of ``split``'s chunks. See ``aiforge.semantic.embed_column``::
 
             vectors = df.aiforge.embed("review", provider="openai")
         """
@@ -224,7 +227,8 @@ class DataFrameOperations(RowOperations, ColumnOperations):
         for ``target_recall``); ``"pairs"`` asks each candidate pair yes/no. ``how`` and ``suffixes`` are
         ``merge``'s; the index is a
         ``MultiIndex`` ``("left", "right")`` of both rows' labels. ``.attrs["aiforge"]`` is a ``JoinReport``
-        (requests, cost, failures). See ``aiforge.semantic.join``.
+        (requests, cost, failures). A field naming a column of files is a ``UsageError``, as for ``embed``. See
+        ``aiforge.semantic.join``.
         """
         if not isinstance(right, pd.DataFrame):
             hint = " (a Series: right.to_frame())" if isinstance(right, pd.Series) else ""

@@ -22,7 +22,9 @@ What sets the pace, most specific first:
   and no limit header (the limit has lifted).
 
 TPM counts a request's estimate (``core.tokens.request_tokens``: prompt characters / 4 plus ``max_tokens``, or
-``DEFAULT_OUTPUT_TOKENS`` when unset), and corrects the balance with the usage the answer reports.
+``DEFAULT_OUTPUT_TOKENS`` when unset), and corrects the balance with the usage the answer reports. A file marker
+counts as its file by the provider's rules (``core.file_rules.marker_tokens``, once per file) on the SDK providers
+that send files (``file_rules``: OpenAI, the gateway, Anthropic, local servers with ``FILE_INPUT='native'``).
 """
 
 from __future__ import annotations
@@ -178,14 +180,16 @@ class Pacer:
                     bucket.limit_changed(now)
             self._update_active()
 
-    async def acquire(self, messages: list[Any], max_tokens: int | None) -> float:
-        """Wait for a request's turn; the tokens it reserved, for ``settle``."""
+    async def acquire(
+        self, messages: list[Any], max_tokens: int | None, files: Callable[[str], int] | None = None
+    ) -> float:
+        """Wait for a request's turn; the tokens it reserved, for ``settle`` (``files``: a marker's tokens)."""
         if not self.active:
             if self._first_sent is None:
                 self._first_sent = self._clock()
             self._sent += 1
             return 0.0
-        estimate = request_tokens(messages, max_tokens) if self.tokens.rate is not None else 0.0
+        estimate = request_tokens(messages, max_tokens, files) if self.tokens.rate is not None else 0.0
         with self._lock:
             now = self._clock()
             self._sent += 1

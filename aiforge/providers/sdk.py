@@ -14,6 +14,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol, TypeVar
 
+from aiforge.core.file_rules import marker_tokens
 from aiforge.core.retry import RetryPolicy, call_with_retries, iterate_with_retries
 from aiforge.core.settings import where_to_set
 from aiforge.core.types import CallParams, Completion, ConfigError, Message, ProviderError, ToolSpec
@@ -212,7 +213,7 @@ class SDKProvider(Provider, Generic[C]):
         pacer = self._pacer
 
         async def attempt() -> Completion:
-            reserved = await pacer.acquire(messages, params.max_tokens)
+            reserved = await pacer.acquire(messages, params.max_tokens, self._marker_tokens(params.model))
             try:
                 completion = await self._call(request, params)
             except caught as exc:
@@ -235,7 +236,7 @@ class SDKProvider(Provider, Generic[C]):
         self, messages: list[Message], request: dict[str, Any], params: CallParams
     ) -> AsyncIterator[StreamEvent]:
         caught = self._sdk_errors().caught
-        reserved = await self._pacer.acquire(messages, params.max_tokens)
+        reserved = await self._pacer.acquire(messages, params.max_tokens, self._marker_tokens(params.model))
         try:
             stream = await self._open_stream(request)
         except caught as exc:
@@ -258,6 +259,13 @@ class SDKProvider(Provider, Generic[C]):
             raise ProviderError(INCOMPLETE_STREAM, provider=self.name, partial_text=state.text)
         self._pacer.settle(reserved, completion.usage.input_tokens + completion.usage.output_tokens)
         yield completion
+
+    def _marker_tokens(self, model: str) -> Callable[[str], int] | None:
+        """A file marker's tokens by this provider's rules on ``model``, for the pacer; None: it sends no files."""
+        rules, detail = self.file_rules, getattr(self, "image_detail", "auto")
+        if rules is None:
+            return None
+        return lambda digest: marker_tokens(digest, rules, model, detail)
 
     def _fail(self, exc: BaseException, partial_text: str = "") -> NoReturn:
         error = map_sdk_error(

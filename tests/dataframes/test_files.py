@@ -75,6 +75,22 @@ def test_a_listed_folder_is_a_file_column_for_extract(folder: Path) -> None:
     assert asked.startswith("Extract the number and total from the document below.") and "Document:\n[page 1]" in asked
 
 
+def test_a_listed_file_aiforge_does_not_send_fails_its_row_alone_and_the_mime_filter_skips_it(folder: Path) -> None:
+    listed = aiforge.files(folder).set_index("name")
+    provider = ScriptedProvider(default=lambda messages: "read")
+    with pytest.warns(aiforge.FailedRowsWarning, match="1 of 5 rows failed"):
+        out = listed.aiforge.map("What is this? {file}", provider=provider, FILE_INPUT="native")
+    answers = out["response"]
+    assert answers.drop("notes.txt").tolist() == ["read"] * 4 and pd.isna(answers["notes.txt"])
+    (failure,) = out.attrs["aiforge"].failed
+    assert failure.index == "notes.txt" and isinstance(failure.error, aiforge.FileInputError)
+    assert str(failure.error).startswith("notes.txt: not a PDF or an image")
+    assert len(provider.calls) == 4
+
+    documents_only = listed[listed["mime"].notna()]
+    assert documents_only.index.tolist() == ["a.pdf", "b.pdf", "c.png", "long.pdf"]
+
+
 def test_a_file_with_a_path_pickles_as_its_path_never_its_bytes(folder: Path) -> None:
     data = (folder / "long.pdf").read_bytes()
     shipped = pickle.dumps(aiforge.files(folder)["file"].tolist())

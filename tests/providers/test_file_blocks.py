@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from aiforge import ChatAgent, FileInputError
+from aiforge import ChatAgent, File, FileInputError
 from aiforge.batch.batch_api import BatchJob
 from aiforge.core.errors import BadRequestError
 from aiforge.core.file_rules import file_tokens, sent_image_size, wire_file
@@ -440,3 +440,31 @@ def test_an_attached_openai_batch_shows_its_files_in_the_inputs(srv, tmp_path) -
 
     assert result.inputs == ["Compare [image] with [invoice.pdf]"]  # read back from the job's input file
     assert not result.failed
+
+
+def test_a_file_gone_before_a_batch_api_submit_fails_its_row_alone(srv, protocol, tmp_path) -> None:
+    kept, _ = marked(tmp_path / "kept.png", image_bytes(64, 48, "PNG"))
+    gone, _ = marked(tmp_path / "gone.png", image_bytes(64, 48, "PNG", seed=1))
+    changed, _ = marked(tmp_path / "changed.png", image_bytes(64, 48, "PNG", seed=2))
+    (tmp_path / "gone.png").unlink()
+    (tmp_path / "changed.png").write_bytes(image_bytes(64, 48, "PNG", seed=3))
+
+    prompts = [f"Describe {kept}", f"Describe {gone}", f"Describe {changed}", "Say hi"]
+    result = agent_for(srv, protocol).submit_batch(prompts).wait(poll_interval=0)
+
+    assert [r.message for r in result.results] and result.indices == [0, 3]
+    errors = {f.position: str(f.error) for f in result.failed}
+    assert sorted(errors) == [1, 2] and all(isinstance(f.error, FileInputError) for f in result.failed)
+    assert "gone.png: no such file" in errors[1] and "changed.png: the file changed" in errors[2]
+    assert len(srv.requests) == 2  # the two good rows were sent and answered; the bad ones never left
+
+
+def test_a_file_missing_at_prepare_fails_its_batch_api_row_as_a_file_error(srv, protocol, tmp_path) -> None:
+    marked(tmp_path / "here.png", image_bytes(64, 48, "PNG"))
+    files = [File(tmp_path / "here.png"), File(tmp_path / "absent.png")]
+
+    result = agent_for(srv, protocol).submit_batch(files, prompt="Describe {value}").wait(poll_interval=0)
+
+    assert result.indices == [0] and len(srv.requests) == 1
+    (failure,) = result.failed
+    assert isinstance(failure.error, FileInputError) and str(failure.error).endswith("absent.png: no such file.")

@@ -11,7 +11,13 @@ from aiforge.batch.batch_api.requests import to_result
 from aiforge.batch.identity import batch_identity
 from aiforge.batch.results import BatchResult
 from aiforge.batch.resume import open_checkpoint
-from aiforge.core.errors import ItemNotRunError, MissingValueError, OutputRefusedError, OutputValidationError
+from aiforge.core.errors import (
+    FileInputError,
+    ItemNotRunError,
+    MissingValueError,
+    OutputRefusedError,
+    OutputValidationError,
+)
 
 if TYPE_CHECKING:
     from aiforge.batch.owner import BatchOwner
@@ -24,7 +30,7 @@ def job_result(
     inputs: list[str],
     outcomes: dict[int, Any],
     *,
-    missing: dict[int, str],
+    missing: dict[int, str | BaseException],
     reason: str,
     output: OutputSpec | None,
     discount: float,
@@ -36,8 +42,9 @@ def job_result(
     result = BatchResult(module.result_type(), inputs=inputs, wall_time_s=wall_time_s, index=index, output=output)
     for position in range(len(inputs)):
         error: BaseException
-        if position in missing:
-            error = MissingValueError(missing[position])
+        if position in missing:  # a missing value (its reason), or a file that could not be sent (its error)
+            why = missing[position]
+            error = why if isinstance(why, BaseException) else MissingValueError(why)
         elif isinstance(outcome := outcomes.get(position, ItemNotRunError(reason)), BaseException):
             error = outcome
         else:
@@ -66,5 +73,5 @@ def record_finished(
     for position, item in zip(result.indices, result.results, strict=True):
         checkpoint.record(position, payload=item.to_payload())
     for failure in result.failed:
-        if not isinstance(failure.error, MissingValueError):
+        if not isinstance(failure.error, MissingValueError | FileInputError):  # never sent: not recorded
             checkpoint.record(failure.position, error=f"{type(failure.error).__name__}: {failure.error}")

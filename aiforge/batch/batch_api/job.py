@@ -33,6 +33,7 @@ from aiforge.batch.results import BatchFailure, BatchResult
 from aiforge.batch.resume import open_checkpoint, recorded_job
 from aiforge.core.aio import run_sync
 from aiforge.core.errors import (
+    FileInputError,
     ItemNotRunError,
     JobNotFinishedError,
 )
@@ -55,7 +56,7 @@ class BatchJob:
 
     def __init__(
         self, module: BatchOwner, api: ProviderBatchAPI[Any], ids: list[str], *, inputs: list[str] | None,
-        index: Any = None, output: OutputSpec | None = None, missing: dict[int, str] | None = None,
+        index: Any = None, output: OutputSpec | None = None, missing: dict[int, str | BaseException] | None = None,
         checkpoint: str | os.PathLike[str] | None = None,
     ) -> None:
         self.module = module
@@ -65,7 +66,7 @@ class BatchJob:
         self.inputs = inputs
         self.index = index
         self.output = output
-        self.missing = missing or {}
+        self.missing: dict[int, str | BaseException] = missing or {}
         self.checkpoint = checkpoint
         self.params = call_params(module, output)
         self.not_run: list[BatchFailure] = []
@@ -210,9 +211,10 @@ class BatchJob:
         only: Collection[int] | None = None,
     ) -> BatchJob:
         """Send ``prompts`` (``only``: the positions to send, None for every row with a value); ``store`` is the
-        checkpoint at ``checkpoint`` of this very batch (its identity computed once, by the caller)."""
+        checkpoint at ``checkpoint`` of this very batch (its identity computed once, by the caller). A row whose file
+        is gone, changed or over the provider's limit when its request is built fails alone, as at prepare."""
         api = module.provider.batch_api(limits)
-        unsent = {**prompts.missing, **{i: str(error) for i, error in prompts.failed.items()}}  # a file that failed
+        unsent: dict[int, str | BaseException] = {**prompts.missing, **prompts.failed}  # a file that failed
         job = cls(module, api, [], inputs=prompts.texts, index=prompts.index, output=spec,
                   missing=unsent, checkpoint=checkpoint)
         job.store = store
@@ -227,7 +229,12 @@ class BatchJob:
             for i, text in enumerate(prompts.texts)
             if i not in prompts.missing and i not in prompts.failed and (only is None or i in only)
         }
-        entries = [api.encode(request) for request in batch_requests(module, texts, job.params)]
+        entries = []
+        for position, request in zip(texts, batch_requests(module, texts, job.params), strict=True):
+            try:
+                entries.append(api.encode(request))
+            except FileInputError as exc:  # gone, changed or over a limit since prepare: this row alone fails
+                job.missing[position] = exc
         chunks = api.split(entries)
         try:
             for part, chunk in enumerate(chunks, start=1):
@@ -259,7 +266,7 @@ class BatchJob:
             job_id = recorded_job(checkpoint, agent.provider_name)
         spec = None if output is None else OutputSpec.of(output)
         api = agent.provider.batch_api(limits)
-        inputs, index, missing = None, None, {}
+        inputs, index, missing = None, None, dict[int, str | BaseException]()
         if items is not None:
             prompts = batch_prompts(items, prompt, route=file_route_of(agent))
             inputs, index, missing = prompts.texts, prompts.index, dict(prompts.missing)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pandas as pd
 
 from aiforge.chat.operation_agent import operation_agent
+from aiforge.core.files import refuse_files
 from aiforge.core.templates import VALUE_FIELD, RowTemplate
 from aiforge.core.types import UsageError
 from aiforge.semantic.agg.chunks import AggInstruction, row_text
@@ -65,6 +66,8 @@ def row_texts(data: pd.DataFrame | pd.Series, instruction: AggInstruction) -> li
     else:
         fields = instruction.fields
         columns = data[list(fields)]
+    for name, column in columns.items():  # a file's str is its path: refused, naming map/extract or split
+        refuse_files(column, "agg", data.name if isinstance(data, pd.Series) else name)
     missing = columns.isna().to_numpy()
     texts: list[str | None] = []
     for values, gone in zip(columns.itertuples(index=False, name=None), missing, strict=True):

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from aiforge.batch.identity import check_budget_enforceable
 from aiforge.batch.options import DEFAULT_CONCURRENCY, batch_options
 from aiforge.chat.operation_agent import operation_agent
+from aiforge.core.files import refuse_files
 from aiforge.core.types import UsageError
 from aiforge.semantic.join.asker import Asker, embedded
 from aiforge.semantic.join.candidates import DEFAULT_K, checked_k, nearest
@@ -105,6 +106,9 @@ def semantic_join(
     if own:
         raise UsageError(f"join asks its own questions (a list of numbers, or yes/no per pair): it takes no {own[0]}=.")
     template = PairTemplate.parse(prompt, left.columns, right.columns)
+    for frame, columns in ((left, template.fields("left")), (right, template.fields("right"))):
+        for column in columns:  # a file's str is its path: refused, naming map/extract or split
+            refuse_files(frame[column], "join", column)
     lefts, rights = DistinctRows.of(left, template.fields("left")), DistinctRows.of(right, template.fields("right"))
     options = batch_options(settings)
     agent = operation_agent(agent, settings)

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiforge.batch.options import DEFAULT_CONCURRENCY, ROUND_OPTIONS, take_options
 from aiforge.chat.operation_agent import operation_agent
-from aiforge.core.templates import VALUE_FIELD, batch_prompts
+from aiforge.core.files import refuse_files
+from aiforge.core.templates import VALUE_FIELD, RowTemplate, batch_prompts
 from aiforge.core.types import UsageError
 from aiforge.semantic.topk.methods import DEFAULT_WINDOW, listwise, pairwise, window_size
 from aiforge.semantic.topk.prompts import row_text
@@ -45,6 +46,7 @@ def rank_rows(
     _check_arguments(prompt, k, method, window)
     _check_rank_column(data)
     options = take_options(settings, ROUND_OPTIONS, "topk")
+    _refuse_file_columns(data, prompt)
     rows = batch_prompts(data, prompt)  # a UsageError for a field naming no column, before any request
     assert rows.template is not None and rows.values is not None  # a str prompt always gives both
     texts = [row_text(values, rows.template) for values in rows.values]
@@ -57,6 +59,16 @@ def rank_rows(
     else:
         run.positions = pairwise(texts, criterion, k, asker)
     return run
+
+
+def _refuse_file_columns(data: Any, prompt: str) -> None:
+    """A file the prompt names would be compared by its path: a ``UsageError`` naming map/extract or split."""
+    if not hasattr(data, "columns"):
+        refuse_files(data, "topk", data.name)
+        return
+    for field in RowTemplate(prompt).fields:
+        if field in data.columns:
+            refuse_files(data[field], "topk", field)
 
 
 def _check_arguments(prompt: Any, k: Any, method: Any, window: Any) -> None:
