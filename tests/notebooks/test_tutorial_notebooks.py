@@ -31,6 +31,7 @@ EXPECTED = [
     "14_semantic_operators",
     "15_evaluate_and_trace",
     "16_real_vectors_offline",
+    "17_documents_and_images",
 ]
 KNOWN_TAGS = {"nbval-ignore-output", "nbval-check-output", "nbval-skip", "raises-exception"}
 MAX_NOTEBOOK_BYTES = 60_000
