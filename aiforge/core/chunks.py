@@ -1,8 +1,10 @@
 """Long documents cut into chunks a request can hold: by page, or by tokens with overlap, each with its lineage.
 
 A document is a list of page texts (a PDF's, from ``core.pdfs``; a plain text is one page, or one a form feed
-``\\f`` apart, as ``pdftotext`` writes them). ``split_pages`` cuts it into ``Chunk``s of at most ``size`` tokens by
-the repo's estimate (``core.tokens``: characters / 4), so ``estimate_tokens(chunk.text) <= size`` always holds:
+``\\f`` apart, as ``pdftotext`` writes them). ``split_pages`` cuts it into ``Chunk``s of at most ``size`` tokens as
+``count`` says, so ``count(chunk.text) <= size`` always holds. ``count`` is the repo's estimate by default
+(``core.tokens.estimate_tokens``: characters / 4, for English); ``df.aiforge.split`` passes the model's tokenizer
+where the provider has one, else ``core.tokens.token_bound``, which no tokenizer measured exceeds:
 
 - ``by="tokens"``: the pages joined by a blank line and cut every ``size`` tokens, across pages;
 - ``by="page"``: one chunk a page, a page longer than ``size`` cut further (its pieces keep the page's number);
@@ -28,7 +30,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -62,10 +64,8 @@ class Chunk:
     """Its number within the document, from 0."""
     context: str = ""
     """What ``gather`` adds: the previous chunk's tail, or the heading above; empty without ``gather``."""
-
-    @property
-    def tokens(self) -> int:
-        return estimate_tokens(self.text)
+    tokens: int = 0
+    """Its tokens as ``split_pages`` counted them (``count``)."""
 
 
 def document_pages(value: Any) -> list[str]:
@@ -109,8 +109,10 @@ def split_pages(
     overlap: int = 0,
     gather: Gather | None = None,
     gather_tokens: int = DEFAULT_GATHER_TOKENS,
+    count: Callable[[str], int] = estimate_tokens,
 ) -> list[Chunk]:
-    """``pages`` cut into chunks of at most ``size`` tokens (see the module's docstring).
+    """``pages`` cut into chunks of at most ``size`` tokens by ``count`` (see the module's docstring); a ``context``
+    is at most ``gather_tokens`` by it too.
 
     >>> pages = ["one two three", "four five"]
     >>> [(c.text, c.page, c.last_page) for c in split_pages(pages, 3)]
@@ -126,10 +128,12 @@ def split_pages(
     max_chars, overlap_chars = size * CHARS_PER_TOKEN, overlap * CHARS_PER_TOKEN
     if by == "page":
         spans = [
-            span for lo, hi in zip(starts, ends, strict=True) for span in _spans(text, lo, hi, max_chars, overlap_chars)
+            span
+            for lo, hi in zip(starts, ends, strict=True)
+            for span in _spans(text, lo, hi, max_chars, overlap_chars, _fits(count, size))
         ]
     else:
-        spans = _spans(text, 0, len(text), max_chars, overlap_chars)
+        spans = _spans(text, 0, len(text), max_chars, overlap_chars, _fits(count, size))
     headings = _headings(text) if gather == "heading" else []
     heading_starts = [at for at, _ in headings]
     chunks: list[Chunk] = []
@@ -140,8 +144,25 @@ def split_pages(
         elif gather == "heading":
             above = bisect.bisect_right(heading_starts, start)
             context = headings[above - 1][1][: gather_tokens * CHARS_PER_TOKEN] if above else ""
-        chunks.append(Chunk(text[start:end], _page_of(starts, start), _page_of(starts, end - 1), number, context))
+        context = _within(context, count, gather_tokens)
+        piece = text[start:end]
+        chunks.append(Chunk(piece, _page_of(starts, start), _page_of(starts, end - 1), number, context, count(piece)))
     return chunks
+
+
+Fits = Callable[[str], float]
+"""A text's tokens over the most a chunk may hold (at most 1.0: it fits)."""
+
+
+def _fits(count: Callable[[str], int], size: int) -> Fits:
+    return lambda text: count(text) / size
+
+
+def _within(context: str, count: Callable[[str], int], tokens: int) -> str:
+    """``context`` shortened from its start (at a word) until ``count`` says it is at most ``tokens``."""
+    while context and count(context) > tokens:
+        context = _tail(context, len(context) * 3 // 4)
+    return context
 
 
 def check_split(by: Any, size: Any, overlap: Any, gather: Any, gather_tokens: Any) -> None:
@@ -169,15 +190,22 @@ def _page_of(starts: Sequence[int], offset: int) -> int:
     return max(bisect.bisect_right(starts, offset), 1)
 
 
-def _spans(text: str, lo: int, hi: int, max_chars: int, overlap_chars: int) -> list[tuple[int, int]]:
-    """``text[lo:hi]`` cut into ``(start, end)`` spans of at most ``max_chars``, none starting or ending in spaces."""
+def _spans(text: str, lo: int, hi: int, max_chars: int, overlap_chars: int, fits: Fits) -> list[tuple[int, int]]:
+    """``text[lo:hi]`` cut into ``(start, end)`` spans of at most ``max_chars`` that ``fits``, none starting or
+    ending in spaces: a span over is cut again, shorter in proportion to how far over it is."""
     spans: list[tuple[int, int]] = []
     start = _skip_spaces(text, lo, hi)
     while start < hi:
-        end = hi if hi - start <= max_chars else _break(text, start, start + max_chars)
-        trimmed = end
-        while trimmed > start and text[trimmed - 1].isspace():
-            trimmed -= 1
+        limit = start + max_chars
+        while True:
+            end = hi if hi <= limit else _break(text, start, limit)
+            trimmed = end
+            while trimmed > start and text[trimmed - 1].isspace():
+                trimmed -= 1
+            over = fits(text[start:trimmed])
+            if over <= 1 or trimmed - start <= 1:
+                break
+            limit = start + max(min(int((trimmed - start) / over * 0.95), trimmed - start - 1), 1)
         if trimmed > start:
             spans.append((start, trimmed))
         if end >= hi:

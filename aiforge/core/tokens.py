@@ -8,6 +8,7 @@ without tiktoken, the scripted provider's usage) counts from ``CHARS_PER_TOKEN``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,6 +28,26 @@ TRUNCATED_FINISH_REASONS = TOKEN_LIMIT_FINISH_REASONS | {LOOP_FINISH_REASON}
 def estimate_tokens(text: str) -> int:
     """Tokens ``text`` will take, estimated as characters / ``CHARS_PER_TOKEN``, rounded up."""
     return -(-len(text) // CHARS_PER_TOKEN)
+
+
+_WORD = re.compile(r" ?[A-Za-z]+")
+
+
+def token_bound(text: str) -> int:
+    """A count of ``text``'s tokens that a model's tokenizer does not exceed: each ASCII word (a space before it
+    included) ``ceil(len / 3)``, every other UTF-8 byte (digits, punctuation, other spaces, any other script) one.
+
+    ``estimate_tokens`` (characters / 4) fits English prose but not the rest. Measured with the embedded model's
+    tokenizer (SmolLM2, byte-level BPE: never more tokens than bytes), real tokens against this bound: English
+    README 2,014 vs 1.65x, English prose 2,101 vs 2.0x, code 2,308 vs 2.14x, German prose with umlauts 4,241 vs
+    1.23x, German invoice text with numbers 7,301 (chars / 4: 2,550) vs 1.01x, digits and number tables (one token
+    a character) 1.0x, Chinese 14,600 (chars / 4: 1,950) vs 1.6x, Japanese 1.66x, Russian 2.47x, emoji 1.86x.
+    Words of 3.5 characters a token already fall under (German with numbers: 0.99x). Used where the chunks of a
+    text must fit a window and the model's tokenizer is not at hand (``Provider.count_tokens``).
+    """
+    words = _WORD.findall(text)
+    rest = len(text.encode("utf-8", "surrogatepass")) - sum(len(word) for word in words)
+    return sum(-(-len(word) // 3) for word in words) + rest
 
 
 def request_tokens(messages: list[Any], max_tokens: int | None, files: Callable[[str], int] | None = None) -> float:

@@ -2,7 +2,7 @@
 
 Each cell is a document (``core.chunks.document_pages``): a ``str`` is text, an ``aiforge.File``, a
 ``pathlib.Path`` or PDF bytes is read page by page. It is cut by ``core.chunks.split_pages`` and each chunk is a row:
-``document`` (the input's index label), ``page``, ``last_page``, ``text``, ``tokens`` (its estimate), ``context``
+``document`` (the input's index label), ``page``, ``last_page``, ``text``, ``tokens`` (as counted), ``context``
 (with ``gather=``) and ``error``; the kept columns (``keep=``) follow. The index is the input's level(s) then
 ``chunk`` (the chunk's number within its document, from 0), so answers about the chunks fold back onto the input:
 ``chunks.aiforge.agg(..., by="document")`` (or by the index level's name), or ``groupby(level=0)``.
@@ -11,7 +11,10 @@ The window. A chunk is never more than one request to the model can hold: ``size
 model's window leaves once the agent's system prompt, tools, the reserved answer (``MAX_TOKENS``), ``agg``'s
 ``SAFETY_MARGIN``, the prompt and the ``context`` are counted (``chunk_bound``), and a larger ``size`` is a
 ``UsageError`` naming that bound; the window is ``agg``'s (``CONTEXT_WINDOW``, the embedded engine's
-``LOCAL_CONTEXT_SIZE``, the model's published one). Pass the prompt the chunks will be asked with (``prompt=``) to
+``LOCAL_CONTEXT_SIZE``, the model's published one). A chunk's tokens are counted by the model's tokenizer where the
+provider has it (``Provider.count_tokens``: the embedded model), else by ``core.tokens.token_bound``, which counts
+Chinese, digits or German at least as high as SmolLM2's tokenizer does (characters / 4 undercounts them up to
+8 times). Pass the prompt the chunks will be asked with (``prompt=``) to
 count its text, and the longest value of each kept column it names, exactly; without it ``PROMPT_ALLOWANCE``
 tokens are kept for it.
 
@@ -24,7 +27,7 @@ cell (None, NaN) gives no row, as pandas' reductions skip NA.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +39,7 @@ from aiforge.core.costs import caller_stacklevel
 from aiforge.core.errors import ConfigError, FailedRowsWarning, FileInputError, UsageError
 from aiforge.core.files import File
 from aiforge.core.templates import RowTemplate, no_such_column
-from aiforge.core.tokens import estimate_tokens
+from aiforge.core.tokens import token_bound
 from aiforge.semantic.agg.chunks import ChunkBudget
 from aiforge.semantic.agg.reduce import agent_context_window
 
@@ -64,7 +67,7 @@ def chunk_bound(agent: ChatAgent, prompt: str | None, around: int) -> tuple[int,
         schema=None,
         max_tokens=agent.settings.MAX_TOKENS,
     )
-    prompt_tokens = PROMPT_ALLOWANCE if prompt is None else estimate_tokens(_bare(prompt))
+    prompt_tokens = PROMPT_ALLOWANCE if prompt is None else token_counter(agent)(_bare(prompt))
     bound = budget.limit - budget.fixed_tokens - prompt_tokens - around
     if bound < MIN_CHUNK_TOKENS:
         raise ConfigError(
@@ -77,10 +80,23 @@ def chunk_bound(agent: ChatAgent, prompt: str | None, around: int) -> tuple[int,
     return bound, window
 
 
+def token_counter(agent: ChatAgent) -> Callable[[str], int]:
+    """How ``agent``'s tokens are counted: its model's tokenizer (``Provider.count_tokens``: the embedded model's),
+    else ``token_bound``, which no tokenizer measured exceeds."""
+    provider = agent.provider
+
+    def count(text: str) -> int:
+        counted = provider.count_tokens(text)
+        return token_bound(text) if counted is None else counted
+
+    return count
+
+
 def _named_tokens(data: pd.DataFrame, kept: list[Any], prompt: str | None) -> int:
-    """The most tokens the kept columns ``prompt`` names take in one row (a title beside each chunk)."""
+    """The most tokens the kept columns ``prompt`` names take in one row (a title beside each chunk), by
+    ``token_bound``."""
     named = [name for name in RowTemplate(prompt).fields if name in kept] if prompt else []
-    return sum(max((estimate_tokens(str(value)) for value in data[name].dropna()), default=0) for name in named)
+    return sum(max((token_bound(str(value)) for value in data[name].dropna()), default=0) for name in named)
 
 
 def _bare(prompt: str) -> str:
@@ -113,7 +129,9 @@ def split_frame(
         )
     check_split(by, size if size is not None else overlap + 1, overlap, gather, gather_tokens)
     around = (gather_tokens if gather else 0) + _named_tokens(data, kept, prompt)
-    bound, window = chunk_bound(operation_agent(agent, dict(settings or {})), prompt, around)
+    chosen = operation_agent(agent, dict(settings or {}))
+    bound, window = chunk_bound(chosen, prompt, around)
+    count = token_counter(chosen)
     if size is None:
         size = bound
     elif size > bound:
@@ -130,7 +148,13 @@ def split_frame(
             continue
         try:
             chunks = split_pages(
-                document_pages(value), size, by=by, overlap=overlap, gather=gather, gather_tokens=gather_tokens
+                document_pages(value),
+                size,
+                by=by,
+                overlap=overlap,
+                gather=gather,
+                gather_tokens=gather_tokens,
+                count=count,
             )
             if not chunks:
                 raise FileInputError(

@@ -171,6 +171,11 @@ class Provider(ABC):
         pair of texts scores high, so ``dedup``, ``join`` and ``cluster`` warn (``ChatModelVectorsWarning``)."""
         return False
 
+    def count_tokens(self, text: str) -> int | None:
+        """``text``'s tokens by the model's own tokenizer; None where this provider has none at hand (callers then
+        use ``core.tokens.token_bound``, an estimate never under the count)."""
+        return None
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release network clients; the provider may be used again afterwards."""
 

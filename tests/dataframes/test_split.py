@@ -37,7 +37,7 @@ def agent(default: Callable[[list[Message]], str] | str = "ok", **settings: Any)
 
 def test_one_row_a_chunk_on_the_input_index_then_chunk_with_its_lineage() -> None:
     docs = pd.DataFrame(
-        {"doc": [words("a", 300), words("b", 20)], "title": ["long", "short"]},
+        {"doc": [words("a", 300), words("b", 15)], "title": ["long", "short"]},
         index=pd.Index(["x", "y"], name="id"),
     )
     chunks = docs.aiforge.split("doc", size=100, overlap=10, keep=["title"], agent=agent())
@@ -195,10 +195,10 @@ def test_an_encrypted_pdf_or_a_scan_fails_its_row_alone_and_a_scanned_page_gives
     docs = pd.DataFrame(
         {
             "pdf": [
-                text_pdf(None, [words("a", 40)]),
+                text_pdf(None, [words("a", 15)]),
                 encrypted_pdf(tmp_path / "locked.pdf"),
                 File(scanned_pdf(None), name="scan.pdf"),
-                mixed_pdf(None, [words("c", 40), words("d", 40)], scanned_at=1),
+                mixed_pdf(None, [words("c", 15), words("d", 15)], scanned_at=1),
             ]
         }
     )
@@ -216,3 +216,34 @@ def test_no_document_no_row() -> None:
         chunks = pd.DataFrame({"doc": pd.Series(values, dtype=object)}).aiforge.split("doc", agent=agent())
         assert chunks.empty and chunks.index.names == [None, "chunk"]
         assert list(chunks.columns) == ["document", "page", "last_page", "text", "tokens", "error"]
+
+
+CONTRACT = "合同条款：买方应在收到发票后三十天内付款。逾期付款将按每日千分之五收取违约金。" * 60
+INVOICE = "Rechnungsnummer 2023-0042, Gesamtbetrag EUR 1.234,56; MwSt. 19%: 197,11; IBAN DE89370400440532013000. " * 30
+
+
+def test_chinese_and_numbers_are_cut_by_a_bound_no_tokenizer_exceeds() -> None:
+    from aiforge.core.tokens import estimate_tokens, token_bound
+    from aiforge.dataframes.split import chunk_bound
+
+    docs = pd.DataFrame({"doc": [CONTRACT, INVOICE]})
+    chunks = docs.aiforge.split("doc", agent=agent())
+    size, _ = chunk_bound(agent(), None, 0)
+    assert chunks.groupby(level=0).size().min() > 1
+    assert all(
+        token_bound(text) == tokens <= size for text, tokens in zip(chunks["text"], chunks["tokens"], strict=True)
+    )
+    # characters / 4 would have cut chunks 2-8 times too long for the embedded model's tokenizer (core.tokens)
+    assert all(
+        estimate_tokens(text) * 2 < tokens for text, tokens in zip(chunks["text"], chunks["tokens"], strict=True)
+    )
+    try:  # the real count, where the embedded model is installed
+        from aiforge.providers.local.engine import LocalEngine
+        from aiforge.providers.local.weights import find_default_weights, xllamacpp_installed
+    except ImportError:
+        return
+    path = find_default_weights()
+    if not xllamacpp_installed() or path is None:
+        return
+    engine = LocalEngine(path, 1, 4096)
+    assert all(len(engine.tokens_of(text)) <= size for text in chunks["text"])

@@ -44,3 +44,13 @@ def test_map_over_the_chunks_then_agg_folds_back_per_document() -> None:
     )
     assert docs["summary"].notna().all()
     assert all(isinstance(text, str) and text.strip() for text in docs["summary"])
+
+
+def test_chinese_and_numbers_are_cut_by_the_models_own_tokens() -> None:
+    contract = "合同条款：买方应在收到发票后三十天内付款。逾期付款将按每日千分之五收取违约金。" * 100
+    invoice = "Rechnungsnummer 2023-0042, Gesamtbetrag EUR 1.234,56; MwSt. 19%: 197,11. " * 60
+    agent = ChatAgent(provider="local", memory="none", LOCAL_CONTEXT_SIZE=1024, PROGRESS_BAR=False)
+    chunks = pd.DataFrame({"doc": [contract, invoice]}).aiforge.split("doc", agent=agent)
+    counted = [agent.provider.count_tokens(text) for text in chunks["text"]]
+    assert chunks.groupby(level=0).size().min() > 1
+    assert counted == chunks["tokens"].tolist() and max(counted) <= 1024 * 0.8

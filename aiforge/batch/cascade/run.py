@@ -24,6 +24,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from aiforge.batch.cascade.files import check_cascade_files
 from aiforge.batch.cascade.passes import proxy_pass, scoring_pass
 from aiforge.batch.cascade.proxy import check_proxy_output, logistic_regression
 from aiforge.batch.cascade.report import CascadeReport
@@ -63,13 +64,14 @@ async def answer_cascade(batch: PreparedBatch) -> Answered:
     options, spec, texts = batch.options, batch.spec, batch.inputs
     cascade = options.cascade
     assert isinstance(cascade, Cascade)
+    strong = batch.owner if cascade.then is None else cascade.then
+    check_cascade_files(cascade, batch.owner, strong, batch.prompts)  # every model asked takes the prompts' files
     proxy = cascade.first == PROXY
     if proxy:  # said before any request
         check_proxy_output(spec)
         logistic_regression()
     values = label_values(spec)  # a UsageError for an output that is no label
     assert spec is not None
-    strong = batch.owner if cascade.then is None else cascade.then
     truth = truth_labels(batch.items, cascade.truth, values)
     started = time.perf_counter()
     leads = batch.leads

@@ -40,6 +40,10 @@ class Cascade:
     regressions (scikit-learn, in the ``[embeddings]`` extra) are cross-fitted on the sample's reference labels:
     each sample row's confidence comes from a model that never saw it, and every other row is scored by one of
     those models drawn at random (``aiforge.batch.cascade.proxy``).
+
+    Files in the rows (images, PDFs) go to every model as the agent ``run_batch`` is called on sends them: a kind it
+    sends as files must be one ``first`` and ``then`` read too, else a ``UsageError`` before any request
+    (``FILE_INPUT='text'`` sends PDFs as their text to all); ``first="proxy"`` needs every file sent as text.
     """
 
     first: BatchOwner | Literal["local", "proxy"]

@@ -138,6 +138,9 @@ class LocalProvider(Provider):
         ignored: this provider has one model."""
         return await embed_locally(self.embedding_engine, texts, self._error)
 
+    def count_tokens(self, text: str) -> int:
+        return len(self.engine.tokens_of(text))  # the loaded model's own tokenizer
+
     def embedding_model(self, model: str | None) -> str:
         return self.engine.model_name  # whatever was asked, the loaded weights answer
 
