@@ -107,6 +107,40 @@ def test_a_file_that_only_starts_like_a_pdf_is_a_file_input_error() -> None:
         pdf_pages(b"%PDF-1.7\nthis is not a PDF at all\n", "fake.pdf")
 
 
+def test_readers_in_threads_leave_the_users_pypdf_log_level_as_it_was() -> None:
+    import logging
+    import threading
+
+    from aiforge.core.pdfs import _quiet_pypdf
+
+    logger = logging.getLogger("pypdf")
+    before = logger.level
+    logger.setLevel(logging.WARNING)
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with _quiet_pypdf():
+            first_in.set()
+            second_in.wait(5)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(5)
+        with _quiet_pypdf():
+            second_in.set()
+            first_out.wait(5)  # the first reader leaves while this one still reads
+
+    try:
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert logger.level == logging.WARNING
+    finally:
+        logger.setLevel(before)
+
+
 def test_a_pdf_with_no_pages_is_a_file_input_error() -> None:
     from pypdf import PdfWriter
 
