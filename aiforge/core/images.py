@@ -65,8 +65,8 @@ def resized_image(
 
     When it already fits and is PNG, JPEG, GIF or WebP, the original bytes come back unchanged. A BMP or TIFF comes
     back as PNG; a resized image keeps its kind (JPEG and WebP at ``JPEG_QUALITY``; a GIF becomes a PNG, which keeps
-    its colours), with its EXIF orientation applied so it is shown the same way up. An animated image is sent as its
-    first frame, resized or not.
+    its colours), with its EXIF orientation applied so it is shown the same way up. An animated image (GIF, WebP,
+    APNG) is sent as its first frame, resized or not; a TIFF of several pages is a ``FileInputError`` (``_opened``).
     """
     image, turned = _opened(data, name)
     width, height = image.size[::-1] if turned else image.size
@@ -140,12 +140,17 @@ def _opened(data: bytes, name: str) -> tuple[Any, bool]:
             # A huge image is refused as an error of its own; the warning would fail a test, not inform a user.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data))
+            pages = getattr(image, "n_frames", 1) if image.format == "TIFF" else 1
             # A PNG's EXIF may follow its pixels: reading it can decode the image, and meet a truncated file.
-            return image, image.getexif().get(0x0112, 1) in (5, 6, 7, 8)
+            turned = image.getexif().get(0x0112, 1) in (5, 6, 7, 8)
     except Image.DecompressionBombError as exc:
         raise FileInputError(f"{name}: too many pixels to read safely ({_first_line(exc)}); scale it down.") from exc
     except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError ... on a damaged file
         raise FileInputError(f"{name}: not a readable image, corrupt or truncated ({_first_line(exc)}).") from exc
+    if pages > 1:
+        # A fax or a scan of several pages: sending its first page alone would drop the rest without a word.
+        raise FileInputError(f"{name}: a {pages}-page TIFF; convert it to PDF, or pass its pages as separate images.")
+    return image, turned
 
 
 def _load(image: Any, name: str, draft_to: tuple[int, int]) -> None:

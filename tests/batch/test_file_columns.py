@@ -112,6 +112,19 @@ def test_a_corrupt_image_fails_its_row_alone_on_the_native_path(folder: Path) ->
     assert isinstance(batch.failed[0].error, FileInputError) and "broken.png" in str(batch.failed[0].error)
 
 
+def test_a_tiff_of_several_pages_fails_its_row_alone_on_the_native_path(folder: Path) -> None:
+    from PIL import Image
+
+    pages = [Image.new("L", (80, 100), shade) for shade in (255, 0)]
+    pages[0].save(folder / "fax.tif", format="TIFF", save_all=True, append_images=pages[1:])
+    provider = ScriptedProvider(default=lambda messages: "seen")
+    agent = ChatAgent(provider=provider, FILE_INPUT="native")
+    batch = agent.run_batch([File(folder / "fax.tif"), File(folder / "photo.png")], prompt="Describe {value}")
+    assert [r.message for r in batch.results] == ["seen"] and len(provider.calls) == 1
+    error = batch.failed[0].error
+    assert isinstance(error, FileInputError) and "fax.tif: a 2-page TIFF; convert it to PDF" in str(error)
+
+
 def test_a_pdf_over_the_providers_page_limit_fails_its_row_alone_on_the_native_path(folder: Path) -> None:
     documents.text_pdf(folder / "thick.pdf", [f"page {n}" for n in range(101)])
     provider = ScriptedProvider(default=lambda messages: "read")

@@ -462,6 +462,22 @@ def test_an_animated_gif_is_sent_as_a_png_of_its_first_frame() -> None:
     assert first.size == (60, 40) and first.getpixel((0, 0)) == (255, 0, 0)
 
 
+def test_a_tiff_of_several_pages_is_refused_not_sent_as_its_first_page() -> None:
+    from PIL import Image
+
+    pages = [Image.new("L", (80, 100), shade) for shade in (255, 128, 0)]
+    buffer = io.BytesIO()
+    pages[0].save(buffer, format="TIFF", save_all=True, append_images=pages[1:])
+    read = read_file(File(buffer.getvalue(), name="fax.tif"))
+    message = "fax.tif: a 3-page TIFF; convert it to PDF, or pass its pages as separate images."
+    for call in (lambda: wire_file(read, "anthropic"), lambda: file_tokens(read, "openai", "gpt-4o")):
+        with pytest.raises(FileInputError) as caught:
+            call()
+        assert str(caught.value) == message
+    one = wire_file(read_file(File(image_as(png(80, 100), "TIFF"), name="one.tif")), "openai")
+    assert one.mime == "image/png"  # a TIFF of one page is sent as PNG, as before
+
+
 def test_an_image_over_pillows_decompression_bomb_limit_is_a_file_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from PIL import Image
 
