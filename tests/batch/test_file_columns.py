@@ -170,6 +170,18 @@ def test_pdfs_over_the_providers_bytes_a_request_together_are_named_with_the_lim
     )
 
 
+def test_images_over_the_providers_images_a_request_together_are_counted_and_named() -> None:
+    from aiforge.core.file_inputs import over_request_limits
+
+    small = documents.png(8, 8)
+    reads = [read_file(File(small, name=f"shot{n}.png")) for n in range(101)]
+    assert over_request_limits(reads[:100], "anthropic", {}) is None
+    assert over_request_limits(reads, "anthropic", {}) == (
+        "shot0.png, shot1.png, shot2.png and 98 more: 101 images, over Anthropic's 100 images a request; send them "
+        "over several rows."
+    )
+
+
 def test_an_image_on_the_text_path_is_a_usage_error_before_any_request(folder: Path) -> None:
     provider = ScriptedProvider()
     frame = pd.DataFrame({"doc": [File(folder / "a.pdf"), File(folder / "photo.png")]})
