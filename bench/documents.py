@@ -8,8 +8,8 @@ and bytes sent against the original files.
   do their arithmetic): OpenAI high and low (gpt-4o), a patch model (gpt-4.1-mini), Anthropic; aiforge counts the
   image it sends (resized), the rules the original. PDF pages (an invoice, a dense page, a scan) against
   Anthropic's published range (1,500 to 3,000 tokens a page).
-- bytes: ``wire_file`` on 4000 x 3000 JPEG photos and 3000 x 4000 PNG scans, per vendor: bytes sent against the
-  originals' bytes, and the time to resize.
+- bytes: ``wire_file`` on 4000 x 3000 JPEG photos, 3000 x 4000 PNG scans, 1-bit A4 scans at 300 dpi and
+  quality-30 JPEG photos, per vendor: bytes sent against the originals' bytes, and the time to resize.
 
 python -m bench.documents            # prints the table
 python -m bench.run --only documents
@@ -159,10 +159,21 @@ def bytes_rows(quick: bool) -> list[Row]:
         text_image([f"Scanned page {n}", "Invoice INV-2031", "Total due 1,425.00 EUR"] * 12, 3000, 4000, size=60)
         for n in range(1 if quick else 3)
     ]
+    # What re-encoding made larger before: a black-and-white scan (A4 at 300 dpi, 1 bit) and a low-quality JPEG.
+    bilevel = [
+        _bilevel(data)
+        for data in (
+            text_image([f"Fax page {n}", "Total due 1,425.00 EUR"] * 20, 2480, 3508, 36)
+            for n in range(1 if quick else 3)
+        )
+    ]
+    low = [jpeg(2400, 1800, seed=n, quality=30) for n in range(2 if quick else 5)]
     rows = []
     for label, originals, mime in (
         ("4000 x 3000 JPEG photos", photos, "jpeg"),
         ("3000 x 4000 PNG scans", scans, "png"),
+        ("2480 x 3508 1-bit PNG scans", bilevel, "png"),
+        ("2400 x 1800 JPEG photos at quality 30", low, "jpeg"),
     ):
         reads = [read_file(File(data, name=f"file{n}.{mime}")) for n, data in enumerate(originals)]
         total = sum(len(r.data) for r in reads)
@@ -185,6 +196,16 @@ def bytes_rows(quick: bool) -> list[Row]:
                 )
             )
     return rows
+
+
+def _bilevel(data: bytes) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.open(io.BytesIO(data)).convert("1").save(buffer, format="PNG")
+    return buffer.getvalue()
 
 
 MEASURES = [extraction_rows, token_rows, bytes_rows]

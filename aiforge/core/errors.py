@@ -211,8 +211,9 @@ class MissingValueError(ValueError):
 
 
 class FileInputError(AIForgeError, ValueError):
-    """A file a row names cannot be sent: missing, unreadable, an encrypted or broken PDF, a corrupt image, or over
-    what the provider reads (bytes, pixels, pages). Only that row fails; the message says which file and why."""
+    """A file a row names cannot be sent: missing, unreadable, an encrypted or broken PDF, a corrupt image, a TIFF of
+    several pages, or over what the provider reads (bytes, pixels, pages, alone or with the row's other files in one
+    request). Only that row fails; the message says which file and why."""
 
 
 class BudgetExceededError(AIForgeError):

@@ -179,9 +179,11 @@ def fill_files(
     failed: dict[int, FileInputError] = {}
     paths: dict[Any, dict[FileKind, FilePath]] = {}
     done: dict[str, str] = {}
+    pages: dict[str, int] = {}
     for i, row in enumerate(rows):
         if i in skip:
             continue
+        sent: dict[Any, ReadFile] = {}
         for name in fields:
             value = row[name]
             if not is_file_cell(value, name, files):
@@ -193,7 +195,49 @@ def fill_files(
                 row[name] = ""
                 continue
             paths.setdefault(name, {})[read.kind] = route.path(read.kind)
+            if read.kind in route.native:
+                sent[name] = read
+        if i in failed or len(sent) < 2:
+            continue
+        over = over_request_limits(list(sent.values()), route.rules, pages)
+        if over is not None:
+            failed[i] = FileInputError(over)
+            for name in sent:
+                row[name] = ""
     return failed, paths
+
+
+def over_request_limits(reads: Sequence[ReadFile], rules: FileRules | None, pages: dict[str, int]) -> str | None:
+    """Why the files ``reads`` of one request are over ``rules``' vendor's limits for a request together (images,
+    PDF pages, PDF bytes), or None; each file alone is checked as it is filled. ``pages``: PDF pages by digest."""
+    from aiforge.core.file_rules import LIMITS, MB, VENDOR_NAMES
+    from aiforge.core.pdfs import pdf_pages
+
+    limits, vendor = LIMITS[rules or "openai"], VENDOR_NAMES[rules or "openai"]
+    images = [read.name for read in reads if read.kind == "image"]
+    pdfs = [read for read in reads if read.kind == "pdf"]
+    if len(images) > limits.images_per_request:
+        shown = ", ".join(images[:3]) + (f" and {len(images) - 3} more" if len(images) > 3 else "")
+        return (
+            f"{shown}: {len(images)} images, over {vendor}'s {limits.images_per_request} images a request; send "
+            "them over several rows."
+        )
+    size = sum(len(read.data) for read in pdfs)
+    if size > limits.pdf_bytes:
+        return (
+            f"{', '.join(read.name for read in pdfs)}: {size / MB:.1f} MB of PDF together, over {vendor}'s "
+            f"{limits.pdf_bytes / MB:.1f} MB a request; send them in separate rows, or their text (FILE_INPUT='text')."
+        )
+    for read in pdfs:
+        if read.digest not in pages:
+            pages[read.digest] = pdf_pages(read.data, read.name)
+    total = sum(pages[read.digest] for read in pdfs)
+    if total > limits.pdf_pages:
+        return (
+            f"{', '.join(read.name for read in pdfs)}: {total} pages together, over {vendor}'s {limits.pdf_pages} "
+            "pages a request; send them in separate rows, or their text (FILE_INPUT='text')."
+        )
+    return None
 
 
 def paths_text(paths: dict[Any, dict[FileKind, FilePath]]) -> str:

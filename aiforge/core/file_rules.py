@@ -29,7 +29,7 @@ from typing import Literal, TypeVar
 
 from aiforge.core.errors import FileInputError
 from aiforge.core.files import FileKind, ReadFile
-from aiforge.core.images import fitted_size, image_size, jpeg_copy, resized_image
+from aiforge.core.images import SENT_AS_IS, fitted_size, image_size, jpeg_copy, resized_image, shown_as_stored
 from aiforge.core.pdfs import pdf_page_facts, pdf_pages
 from aiforge.core.tokens import estimate_tokens
 
@@ -188,7 +188,8 @@ def marker_tokens(digest: str, rules: Rules, model: str | None, detail: Detail =
 
 def wire_file(read: ReadFile, rules: Rules, detail: Detail = "auto", model: str | None = None) -> WireFile:
     """What is sent for ``read``: an image scaled down to what the vendor's ``model`` reads (BMP and TIFF as PNG, the
-    original bytes when they already fit), a PDF as it is; ``FileInputError`` naming the file, the limit and the fix
+    original bytes when they already fit, or when scaled down it would be more bytes and the vendor takes the
+    original: it scales it to the same size), a PDF as it is; ``FileInputError`` naming the file, the limit and the fix
     when it is over one of the vendor's limits."""
     limits, vendor = LIMITS[rules], VENDOR_NAMES[rules]
     if read.kind == "pdf":
@@ -209,6 +210,15 @@ def wire_file(read: ReadFile, rules: Rules, detail: Detail = "auto", model: str 
         return sent_image_size(width, height, rules, detail, model)
 
     data, mime = resized_image(read.data, read.mime, read.name, None, fit=fit)
+    if len(data) >= len(read.data) and data is not read.data and _sendable_as_is(read, limits):
+        # Re-encoded, it grew (a 1-bit scan, a low-quality JPEG): the vendor is sent the original and scales it to
+        # the same size itself, so it reads, and is charged for, what file_tokens counts.
+        data, mime = read.data, read.mime
+    elif len(data) >= len(read.data) and read.mime not in SENT_AS_IS:
+        # A BMP or TIFF that grew (a fax in 1 bit): as a PNG of its full size, when that is smaller and within limits.
+        whole, whole_mime = resized_image(read.data, read.mime, read.name, None)
+        if len(whole) < len(data) and _within(whole, read.name, limits):
+            data, mime = whole, whole_mime
     if len(data) > limits.image_bytes and mime != "image/jpeg":
         data, mime = jpeg_copy(data, read.name), "image/jpeg"
     if len(data) > limits.image_bytes:
@@ -221,6 +231,19 @@ def wire_file(read: ReadFile, rules: Rules, detail: Detail = "auto", model: str 
             f"{read.name}: over {vendor}'s {limits.image_side} pixels a side; scale it down and use that."
         )
     return WireFile("image", mime, data, read.name)
+
+
+def _sendable_as_is(read: ReadFile, limits: FileLimits) -> bool:
+    """Whether the vendor takes ``read``'s own bytes: a kind it reads, within its bytes and pixels, one frame shown
+    as stored."""
+    return read.mime in SENT_AS_IS and _within(read.data, read.name, limits) and shown_as_stored(read.data, read.name)
+
+
+def _within(data: bytes, name: str, limits: FileLimits) -> bool:
+    """Whether an image of ``data`` is within the vendor's bytes and pixels a side."""
+    if len(data) > limits.image_bytes:
+        return False
+    return limits.image_side is None or max(image_size(data, name)) <= limits.image_side
 
 
 def _patches(width: int, height: int) -> int:

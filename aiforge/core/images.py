@@ -65,8 +65,8 @@ def resized_image(
 
     When it already fits and is PNG, JPEG, GIF or WebP, the original bytes come back unchanged. A BMP or TIFF comes
     back as PNG; a resized image keeps its kind (JPEG and WebP at ``JPEG_QUALITY``; a GIF becomes a PNG, which keeps
-    its colours), with its EXIF orientation applied so it is shown the same way up. An animated image is sent as its
-    first frame, resized or not.
+    its colours), with its EXIF orientation applied so it is shown the same way up. An animated image (GIF, WebP,
+    APNG) is sent as its first frame, resized or not; a TIFF of several pages is a ``FileInputError`` (``_opened``).
     """
     image, turned = _opened(data, name)
     width, height = image.size[::-1] if turned else image.size
@@ -84,7 +84,7 @@ def resized_image(
 
     # The JPEG decoder scales by 1/2, 1/4 or 1/8 as it reads (never below the target): far faster on a photo.
     _load(image, name, target[::-1] if turned else target)
-    image = ImageOps.exif_transpose(image)
+    image = _eight_bit(ImageOps.exif_transpose(image))
     if image.size != target:
         image = _resample(image, target)
     return _encoded(image, mime, name)
@@ -106,10 +106,31 @@ def jpeg_copy(data: bytes, name: str, quality: int = 85) -> bytes:
     return buffer.getvalue()
 
 
+def shown_as_stored(data: bytes, name: str) -> bool:
+    """Whether ``data`` is shown as its pixels are stored: one frame, no EXIF turn or flip. A vendor may then be sent
+    the original bytes, and reads what aiforge would have sent."""
+    image, _ = _opened(data, name)
+    return not getattr(image, "is_animated", False) and image.getexif().get(0x0112, 1) == 1
+
+
+def _eight_bit(image: Any) -> Any:
+    """``image`` with 8 bits a channel: 16-bit greyscale divided by 256, a 32-bit integer or float image stretched
+    from its darkest to its lightest pixel (Pillow's own conversion clips them: washed out white, or black)."""
+    if image.mode.startswith("I;16"):
+        return image.convert("I").point(lambda value: value / 256).convert("L")
+    if image.mode in ("I", "F"):
+        low, high = image.getextrema()
+        scale = 255 / (high - low) if high > low else 0
+        return image.point(lambda value: (value - low) * scale).convert("L")
+    return image
+
+
 def _resample(image: Any, size: tuple[int, int]) -> Any:
     from PIL import Image
 
-    if image.mode not in ("RGB", "RGBA", "L", "LA"):
+    if image.mode == "1" or (image.mode == "P" and _grey_palette(image) and not _has_alpha(image)):
+        image = image.convert("L")  # a scan in black and white or grey stays one channel: a third of the bytes
+    elif image.mode not in ("RGB", "RGBA", "L", "LA"):
         image = image.convert("RGBA" if _has_alpha(image) else "RGB")
     return image.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0)
 
@@ -140,12 +161,17 @@ def _opened(data: bytes, name: str) -> tuple[Any, bool]:
             # A huge image is refused as an error of its own; the warning would fail a test, not inform a user.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data))
+            pages = getattr(image, "n_frames", 1) if image.format == "TIFF" else 1
             # A PNG's EXIF may follow its pixels: reading it can decode the image, and meet a truncated file.
-            return image, image.getexif().get(0x0112, 1) in (5, 6, 7, 8)
+            turned = image.getexif().get(0x0112, 1) in (5, 6, 7, 8)
     except Image.DecompressionBombError as exc:
         raise FileInputError(f"{name}: too many pixels to read safely ({_first_line(exc)}); scale it down.") from exc
     except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError ... on a damaged file
         raise FileInputError(f"{name}: not a readable image, corrupt or truncated ({_first_line(exc)}).") from exc
+    if pages > 1:
+        # A fax or a scan of several pages: sending its first page alone would drop the rest without a word.
+        raise FileInputError(f"{name}: a {pages}-page TIFF; convert it to PDF, or pass its pages as separate images.")
+    return image, turned
 
 
 def _load(image: Any, name: str, draft_to: tuple[int, int]) -> None:
@@ -164,6 +190,11 @@ def _load(image: Any, name: str, draft_to: tuple[int, int]) -> None:
 
 def _eighth(image: Any) -> tuple[int, int]:
     return max(1, image.width // 8), max(1, image.height // 8)
+
+
+def _grey_palette(image: Any) -> bool:
+    palette = image.getpalette() or []
+    return all(palette[i] == palette[i + 1] == palette[i + 2] for i in range(0, len(palette) - 2, 3))
 
 
 def _has_alpha(image: Any) -> bool:

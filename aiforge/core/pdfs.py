@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -68,13 +69,26 @@ def pdf_subset(data: bytes, name: str, start: int, stop: int) -> bytes:
 def _quiet_pypdf() -> Iterator[None]:
     """pypdf's warnings ("EOF marker not found", "Ignoring wrong pointing object") held back while aiforge reads: a
     file it cannot read becomes its row's ``FileInputError``, and one it can read needs no word under a cell."""
+    global _quiet_readers, _quiet_saved
     logger = logging.getLogger("pypdf")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
+    # Threads read PDFs at once: the first reader in saves the user's level, the last one out restores it.
+    with _quiet_lock:
+        if _quiet_readers == 0:
+            _quiet_saved = logger.level
+            logger.setLevel(logging.ERROR)
+        _quiet_readers += 1
     try:
         yield
     finally:
-        logger.setLevel(level)
+        with _quiet_lock:
+            _quiet_readers -= 1
+            if _quiet_readers == 0:
+                logger.setLevel(_quiet_saved)
+
+
+_quiet_lock = threading.Lock()
+_quiet_readers = 0
+_quiet_saved = logging.NOTSET
 
 
 def _texts(reader: PdfReader, name: str) -> list[str]:

@@ -112,6 +112,19 @@ def test_a_corrupt_image_fails_its_row_alone_on_the_native_path(folder: Path) ->
     assert isinstance(batch.failed[0].error, FileInputError) and "broken.png" in str(batch.failed[0].error)
 
 
+def test_a_tiff_of_several_pages_fails_its_row_alone_on_the_native_path(folder: Path) -> None:
+    from PIL import Image
+
+    pages = [Image.new("L", (80, 100), shade) for shade in (255, 0)]
+    pages[0].save(folder / "fax.tif", format="TIFF", save_all=True, append_images=pages[1:])
+    provider = ScriptedProvider(default=lambda messages: "seen")
+    agent = ChatAgent(provider=provider, FILE_INPUT="native")
+    batch = agent.run_batch([File(folder / "fax.tif"), File(folder / "photo.png")], prompt="Describe {value}")
+    assert [r.message for r in batch.results] == ["seen"] and len(provider.calls) == 1
+    error = batch.failed[0].error
+    assert isinstance(error, FileInputError) and "fax.tif: a 2-page TIFF; convert it to PDF" in str(error)
+
+
 def test_a_pdf_over_the_providers_page_limit_fails_its_row_alone_on_the_native_path(folder: Path) -> None:
     documents.text_pdf(folder / "thick.pdf", [f"page {n}" for n in range(101)])
     provider = ScriptedProvider(default=lambda messages: "read")
@@ -120,6 +133,53 @@ def test_a_pdf_over_the_providers_page_limit_fails_its_row_alone_on_the_native_p
     assert [r.message for r in batch.results] == ["read"] and len(provider.calls) == 1
     error = batch.failed[0].error
     assert isinstance(error, FileInputError) and "thick.pdf: 101 pages, over OpenAI's 100 pages" in str(error)
+
+
+def test_pdfs_over_the_providers_pages_a_request_together_fail_their_row_alone(folder: Path) -> None:
+    documents.text_pdf(folder / "contract.pdf", [f"Clause {n}" for n in range(60)])
+    documents.text_pdf(folder / "appendix.pdf", [f"Annex {n}" for n in range(60)])
+    frame = pd.DataFrame(
+        {"c": [File(folder / "contract.pdf"), File(folder / "a.pdf")], "a": [File(folder / "appendix.pdf")] * 2}
+    )
+    with LLMServer(strict=True) as server:
+        bases = {"openai": server.openai_base_url, "anthropic": server.anthropic_base_url}
+        for provider, name in (("openai", "OpenAI"), ("anthropic", "Anthropic")):
+            key = provider.upper()
+            agent = ChatAgent(
+                provider=provider, MAX_RETRIES=0, **{f"{key}_API_KEY": "sk-test", f"{key}_BASE_URL": bases[provider]}
+            )
+            batch = agent.run_batch(frame, prompt="Compare {c} with {a}")
+            assert len(batch.results) == 1 and [f.position for f in batch.failed] == [0]
+            error = batch.failed[0].error
+            assert isinstance(error, FileInputError) and str(error) == (
+                f"contract.pdf, appendix.pdf: 120 pages together, over {name}'s 100 pages a request; send them in "
+                "separate rows, or their text (FILE_INPUT='text')."
+            )
+        assert server.request_count == 2  # the second row, once per provider; the first never reached the vendor
+
+
+def test_pdfs_over_the_providers_bytes_a_request_together_are_named_with_the_limit() -> None:
+    from aiforge.core.file_inputs import over_request_limits
+
+    padded = documents.text_pdf(None, ["x"]) + b"\n" * (17 * 1024 * 1024)
+    reads = [read_file(File(padded + bytes([n]), name=f"part{n}.pdf")) for n in (1, 2)]
+    assert over_request_limits(reads[:1], "openai", {}) is None
+    assert over_request_limits(reads, "anthropic", {}) == (
+        "part1.pdf, part2.pdf: 34.0 MB of PDF together, over Anthropic's 32.0 MB a request; send them in separate "
+        "rows, or their text (FILE_INPUT='text')."
+    )
+
+
+def test_images_over_the_providers_images_a_request_together_are_counted_and_named() -> None:
+    from aiforge.core.file_inputs import over_request_limits
+
+    small = documents.png(8, 8)
+    reads = [read_file(File(small, name=f"shot{n}.png")) for n in range(101)]
+    assert over_request_limits(reads[:100], "anthropic", {}) is None
+    assert over_request_limits(reads, "anthropic", {}) == (
+        "shot0.png, shot1.png, shot2.png and 98 more: 101 images, over Anthropic's 100 images a request; send them "
+        "over several rows."
+    )
 
 
 def test_an_image_on_the_text_path_is_a_usage_error_before_any_request(folder: Path) -> None:

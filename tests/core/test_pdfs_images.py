@@ -36,6 +36,7 @@ from tests.support.documents import (
     png,
     receipt_png,
     scanned_pdf,
+    text_image,
     text_pdf,
     truncated,
 )
@@ -105,6 +106,40 @@ def test_a_truncated_pdf_is_a_file_input_error(keep: float) -> None:
 def test_a_file_that_only_starts_like_a_pdf_is_a_file_input_error() -> None:
     with pytest.raises(FileInputError, match=r"^fake\.pdf: not a readable PDF"):
         pdf_pages(b"%PDF-1.7\nthis is not a PDF at all\n", "fake.pdf")
+
+
+def test_readers_in_threads_leave_the_users_pypdf_log_level_as_it_was() -> None:
+    import logging
+    import threading
+
+    from aiforge.core.pdfs import _quiet_pypdf
+
+    logger = logging.getLogger("pypdf")
+    before = logger.level
+    logger.setLevel(logging.WARNING)
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with _quiet_pypdf():
+            first_in.set()
+            second_in.wait(5)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(5)
+        with _quiet_pypdf():
+            second_in.set()
+            first_out.wait(5)  # the first reader leaves while this one still reads
+
+    try:
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert logger.level == logging.WARNING
+    finally:
+        logger.setLevel(before)
 
 
 def test_a_pdf_with_no_pages_is_a_file_input_error() -> None:
@@ -426,6 +461,78 @@ def test_an_animated_gif_is_sent_as_a_png_of_its_first_frame() -> None:
     assert wire.mime == "image/png"
     first = Image.open(io.BytesIO(wire.data)).convert("RGB")
     assert first.size == (60, 40) and first.getpixel((0, 0)) == (255, 0, 0)
+
+
+def _gradient(mode: str, width: int, height: int) -> bytes:
+    """A left-to-right gradient over the whole range of ``mode`` (16-bit, 32-bit integer or float), as PNG or TIFF."""
+    from PIL import Image
+
+    top = {"I;16": 65535, "I": 1_000_000, "F": 1.0}[mode]
+    row = [top * x / (width - 1) for x in range(width)]
+    image = Image.new(mode, (width, height))
+    image.putdata([int(v) if mode != "F" else v for v in row] * height)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG" if mode == "I;16" else "TIFF")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("mode", "size"), [("I;16", (3000, 200)), ("I", (3000, 200)), ("F", (3000, 200)), ("F", (300, 20))]
+)
+def test_a_16_bit_or_float_image_is_sent_with_its_shades_not_washed_out(mode: str, size: tuple[int, int]) -> None:
+    from PIL import Image
+
+    name = "depth.png" if mode == "I;16" else "depth.tif"
+    wire = wire_file(read_file(File(_gradient(mode, *size), name=name)), "openai", "auto", "gpt-4o")
+    sent = Image.open(io.BytesIO(wire.data)).convert("L")
+    width = sent.width
+    left, middle, right = (sent.getpixel((x, sent.height // 2)) for x in (0, width // 2, width - 1))
+    assert left <= 5 and 110 <= middle <= 145 and right >= 250  # black to white through grey, as the original
+
+
+def test_a_scan_in_black_and_white_is_never_sent_in_more_bytes_than_the_original() -> None:
+    from PIL import Image
+
+    grey = text_image([f"Line {n}: invoice total 12.50" for n in range(60)], 2480, 3508)  # A4 at 300 dpi
+    page = Image.open(io.BytesIO(grey))
+    for fmt, options in (("PNG", {}), ("TIFF", {"compression": "group4"})):
+        buffer = io.BytesIO()
+        page.convert("1").save(buffer, format=fmt, **options)
+        read = read_file(File(buffer.getvalue(), name=f"scan.{fmt.lower()}"))
+        for rules in ("openai", "anthropic"):
+            wire = wire_file(read, rules)  # type: ignore[arg-type]
+            assert len(wire.data) <= len(read.data), (fmt, rules)
+            assert wire.mime in ("image/png", read.mime)
+    resized = wire_file(read_file(File(grey, name="grey.png")), "openai")
+    assert len(resized.data) < len(grey) and Image.open(io.BytesIO(resized.data)).mode == "L"  # one channel, not RGB
+
+
+def test_a_low_quality_jpeg_that_would_grow_is_sent_as_is_and_counted_the_same() -> None:
+    original = jpeg(2400, 1800, quality=30)
+    read = read_file(File(original, name="photo.jpg"))
+    for rules, model in (("openai", "gpt-4o"), ("openai", "gpt-4.1-mini"), ("anthropic", None)):
+        wire = wire_file(read, rules, "auto", model)  # type: ignore[arg-type]
+        assert len(wire.data) <= len(original)
+        # Tokens are counted from the size the vendor reads: the same whether it or aiforge scales the image down.
+        sent = sent_image_size(*image_size(wire.data, "sent"), rules, "auto", model)  # type: ignore[arg-type]
+        counted = image_tokens(*sent, rules, model, "auto")  # type: ignore[arg-type]
+        assert counted == file_tokens(read, rules, model)  # type: ignore[arg-type]
+
+
+def test_a_tiff_of_several_pages_is_refused_not_sent_as_its_first_page() -> None:
+    from PIL import Image
+
+    pages = [Image.new("L", (80, 100), shade) for shade in (255, 128, 0)]
+    buffer = io.BytesIO()
+    pages[0].save(buffer, format="TIFF", save_all=True, append_images=pages[1:])
+    read = read_file(File(buffer.getvalue(), name="fax.tif"))
+    message = "fax.tif: a 3-page TIFF; convert it to PDF, or pass its pages as separate images."
+    for call in (lambda: wire_file(read, "anthropic"), lambda: file_tokens(read, "openai", "gpt-4o")):
+        with pytest.raises(FileInputError) as caught:
+            call()
+        assert str(caught.value) == message
+    one = wire_file(read_file(File(image_as(png(80, 100), "TIFF"), name="one.tif")), "openai")
+    assert one.mime == "image/png"  # a TIFF of one page is sent as PNG, as before
 
 
 def test_an_image_over_pillows_decompression_bomb_limit_is_a_file_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
