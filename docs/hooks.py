@@ -143,7 +143,11 @@ def _section_rows(name: str, section: Any, env_name: str) -> list[str]:
         text = doc.value if doc is not None else f"A key of the `{name}:` section (above)."
         example = f"`{env_name}='{{\"{key}\": ...}}'`"
         default = field.get_default(call_default_factory=True)
-        cells = [f"`{name}.{key}`<br>{example}", f"`{_default_text(default)}`<br>`{_type_name(field.annotation)}`", text]
+        cells = [
+            f"`{name}.{key}`<br>{example}",
+            f"`{_default_text(default)}`<br>`{_type_name(field.annotation)}`",
+            text,
+        ]
         rows.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return rows
 
