@@ -44,6 +44,16 @@ def on_nav(nav: Any, config: Any, files: Files) -> Any:
     return nav
 
 
+def on_page_context(context: Any, page: Any, config: Any, nav: Any) -> Any:
+    """A tutorial hides the right-hand table of contents (``hide: [toc]``): its wide code and DataFrames get the
+    column's whole width (docs/stylesheets/extra.css lets what is still wider scroll)."""
+    if page.file.src_uri.startswith(f"{TUTORIALS}/"):
+        hide = page.meta.setdefault("hide", [])
+        if "toc" not in hide:
+            hide.append("toc")
+    return context
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """A marker on a line of its own becomes its table (quoted in a sentence or in code, it stays as written)."""
     for marker, table in ((SETTINGS_MARKER, settings_table), (ERRORS_MARKER, errors_table)):
