@@ -234,3 +234,12 @@ def test_the_chat_section_still_comes_from_yaml_and_keywords(tmp_path: Path) -> 
     write_yaml(tmp_path / "aiforge.yaml", "chat:\n  system_prompt: from yaml\n")
     assert load_settings().chat.system_prompt == "from yaml"
     assert load_settings(chat={"system_prompt": "kw"}).chat.system_prompt == "kw"
+
+
+def test_a_bad_chat_section_in_the_environment_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIFORGE_CHAT", '{"sytem_prompt": "hi"}')
+    with pytest.raises(ConfigError, match="unknown setting 'chat.sytem_prompt'.*Did you mean chat.system_prompt"):
+        load_settings()
+    monkeypatch.setenv("AIFORGE_CHAT", "not json")
+    with pytest.raises(ConfigError, match="invalid value in environment variable AIFORGE_CHAT: "):
+        load_settings()
