@@ -139,7 +139,7 @@ def write_results(path: Path, rows: list[Row], info: dict[str, str], elapsed: fl
         f"`{command}` — {summary}; the run took {elapsed / 60:.1f} min.",
         "",
         "Times are medians with the interquartile range in brackets, over rounds of interleaved blocks",
-        "(see README.md). Ratios are taken within this one run.",
+        "(see docs/guides/benchmarks.md). Ratios are taken within this one run.",
         "",
         "## Machine",
         "",

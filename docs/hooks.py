@@ -44,6 +44,16 @@ def on_nav(nav: Any, config: Any, files: Files) -> Any:
     return nav
 
 
+def on_page_context(context: Any, page: Any, config: Any, nav: Any) -> Any:
+    """A tutorial hides the right-hand table of contents (``hide: [toc]``): its wide code and DataFrames get the
+    column's whole width (docs/stylesheets/extra.css lets what is still wider scroll)."""
+    if page.file.src_uri.startswith(f"{TUTORIALS}/"):
+        hide = page.meta.setdefault("hide", [])
+        if "toc" not in hide:
+            hide.append("toc")
+    return context
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """A marker on a line of its own becomes its table (quoted in a sentence or in code, it stays as written)."""
     for marker, table in ((SETTINGS_MARKER, settings_table), (ERRORS_MARKER, errors_table)):
@@ -111,21 +121,45 @@ def settings_table() -> str:
                 f"AIForgeSettings.{name} has no docstring (aiforge/core/settings.py): the settings table "
                 "(docs/hooks.py) needs one line saying what it does"
             )
-        env = f"`{ENV_PREFIX}{name}`" if name not in STANDARD_ENV else f"`{name}` or `{ENV_PREFIX}{name}`"
+        env_name = ENV_PREFIX + (name.upper() if name.islower() else name)  # a section: AIFORGE_CHAT
+        env = f"`{env_name}`" if name not in STANDARD_ENV else f"`{name}` or `{env_name}`"
         annotation = field.annotation
         section = isinstance(annotation, type) and issubclass(annotation, BaseModel)
         if typing.get_origin(annotation) is dict or section:
             env += " (JSON)"  # a mapping or a section is read from the environment as JSON
         default = field.get_default(call_default_factory=True)
-        default_text = f'"{default}"' if isinstance(default, str) else repr(default)
-        cells = [
-            f"`{name}`<br>{env}",
-            f"`{default_text}`<br>`{_type_name(field.annotation)}`",
-            docstring.value,
-        ]
+        if section:  # its keys are the rows below, not the section's repr
+            keys = ", ".join(f"`{name}.{key}`" for key in annotation.model_fields)
+            cells = [f"`{name}`<br>{env}", f"a section: {keys}", docstring.value]
+        else:
+            cells = [f"`{name}`<br>{env}", f"`{_default_text(default)}`<br>`{_type_name(annotation)}`", docstring.value]
         rows.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+        if section:
+            rows += _section_rows(name, annotation, env_name)
     rows += ["", "</div>"]
     return "\n".join(rows) + "\n"
+
+
+def _default_text(default: Any) -> str:
+    return f'"{default}"' if isinstance(default, str) else repr(default)
+
+
+def _section_rows(name: str, section: Any, env_name: str) -> list[str]:
+    """A section's keys (``chat.system_prompt``), each a row: set in the YAML section or the section's JSON."""
+    documented = _griffe_module("aiforge.core.settings")[section.__name__].members
+    rows = []
+    for key, field in section.model_fields.items():
+        doc = documented[key].docstring if key in documented else None
+        text = doc.value if doc is not None else f"A key of the `{name}:` section (above)."
+        example = f"`{env_name}='{{\"{key}\": ...}}'`"
+        default = field.get_default(call_default_factory=True)
+        cells = [
+            f"`{name}.{key}`<br>{example}",
+            f"`{_default_text(default)}`<br>`{_type_name(field.annotation)}`",
+            text,
+        ]
+        rows.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return rows
 
 
 def errors_table() -> str:

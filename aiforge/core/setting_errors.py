@@ -24,8 +24,9 @@ def suggest(name: str, fields: Collection[str]) -> str:
 
 def json_environment_error(json_fields: Collection[str], prefix: str) -> ConfigError:
     """pydantic-settings could not decode a complex field from the environment (it reads them as JSON)."""
-    names = [name for name in json_fields if prefix + name in os.environ]
-    where = f"environment variable {prefix}{names[0]}" if names else "the environment"
+    variables = [prefix + spelt for name in json_fields for spelt in dict.fromkeys((name.upper(), name))]
+    names = [variable for variable in variables if variable in os.environ]
+    where = f"environment variable {names[0]}" if names else "the environment"
     example = '{"my-model": {"input": 1.0, "output": 2.0}}'
     return ConfigError(
         f"invalid value in {where}: complex settings are read from the environment as JSON, "
@@ -43,7 +44,9 @@ def validation_error(
     field = str(loc[0])
     if field not in model_fields and field.startswith(prefix):
         field = field[len(prefix) :]
-    detail = ".".join(str(p) for p in loc)
+    if field not in model_fields and field.lower() in model_fields:  # a section read as AIFORGE_CHAT
+        field = field.lower()
+    detail = ".".join([field, *(str(p) for p in loc[1:])])
     if first.get("type") == "extra_forbidden":
         section = getattr(model_fields[field].annotation, "model_fields", None)
         close = difflib.get_close_matches(detail.rsplit(".", 1)[-1], list(section or ()), n=1)
@@ -51,7 +54,7 @@ def validation_error(
         line = yaml_config.lines.get(detail) if yaml_config is not None else None
         where = f" in {yaml_config.path}:{line}" if yaml_config is not None and line else ""
         return ConfigError(f"unknown setting {detail!r}{where}.{hint}")
-    env_names = [prefix + field, *([field] if field in standard_env else [])]
+    env_names = [prefix + field.upper(), prefix + field, *([field] if field in standard_env else [])]
     where = _where(field, overrides, yaml_config, env_names)
     return ConfigError(
         f"invalid value for {detail} ({where}): {first.get('msg')}", setting=field, problem=str(first.get("msg"))

@@ -29,6 +29,12 @@ def env_field(name: str) -> Any:
     return Field(default=None, validation_alias=AliasChoices(ENV_PREFIX + name, name))
 
 
+def section_field(name: str, factory: Any) -> Any:
+    """A section (``chat``): read from ``AIFORGE_CHAT`` as JSON, as every other setting's upper-case variable, and
+    from ``AIFORGE_chat`` (the settings are case-sensitive, so without the alias only the field's own case is read)."""
+    return Field(default_factory=factory, validation_alias=AliasChoices(ENV_PREFIX + name.upper(), ENV_PREFIX + name))
+
+
 def where_to_set(name: str) -> str:
     """Where a user sets the setting ``name``: the environment variables it is read from, and the YAML key.
 
@@ -64,13 +70,17 @@ _ENV_TYPO_CUTOFF = 0.75
 
 
 def check_environment(fields: Collection[str]) -> None:
-    """A misspelt ``AIFORGE_*`` variable (``AIFORGE_MODLE``, ``AIFORGE_model``) is an error, not ignored."""
-    known = {ENV_PREFIX + field for field in fields} | OTHER_ENV
+    """A misspelt ``AIFORGE_*`` variable (``AIFORGE_MODLE``, ``AIFORGE_model``) is an error, not ignored.
+
+    A section (``chat``) is read as ``AIFORGE_CHAT`` (and ``AIFORGE_chat``, its field's case): both are known."""
+    sections = {field.upper() for field in fields if field.islower()}
+    known = {ENV_PREFIX + field for field in fields} | {ENV_PREFIX + name for name in sections} | OTHER_ENV
+    names = sorted({field for field in fields if not field.islower()} | sections)
     for env_name in sorted(os.environ):
         if not env_name.startswith(ENV_PREFIX) or env_name in known:
             continue
         rest = env_name[len(ENV_PREFIX) :]
-        close = difflib.get_close_matches(rest.upper(), list(fields), n=1, cutoff=_ENV_TYPO_CUTOFF)
+        close = difflib.get_close_matches(rest.upper(), names, n=1, cutoff=_ENV_TYPO_CUTOFF)
         if close:
             case = " (names are upper-case)" if rest.upper() == close[0] else ""
             raise ConfigError(

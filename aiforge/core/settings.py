@@ -21,7 +21,7 @@ from aiforge.core.config_file import config_path, load_yaml
 from aiforge.core.logs import register_secret
 from aiforge.core.setting_errors import json_environment_error, suggest, validation_error
 from aiforge.core.setting_sources import ENV_PREFIX as ENV_PREFIX
-from aiforge.core.setting_sources import STANDARD_ENV, YamlSource, check_environment, env_field
+from aiforge.core.setting_sources import STANDARD_ENV, YamlSource, check_environment, env_field, section_field
 from aiforge.core.setting_sources import where_to_set as where_to_set
 from aiforge.core.types import ConfigError, UsageError
 
@@ -169,7 +169,7 @@ class AIForgeSettings(BaseSettings):
     REPLAY_FILE: str | None = None
     """The cassette (JSONL) REPLAY reads and writes, e.g. notebooks/cassettes/11_sessions_and_logs.jsonl."""
 
-    chat: ChatSection = Field(default_factory=ChatSection)
+    chat: ChatSection = section_field("chat", ChatSection)
     """The ``chat:`` section of aiforge.yaml: ``system_prompt``, the default system prompt of every ChatAgent."""
 
     @classmethod

@@ -216,3 +216,30 @@ def test_service_tier_is_unset_and_prompt_caching_automatic_by_default() -> None
     assert (settings.SERVICE_TIER, settings.PROMPT_CACHE) == (None, "auto")
     with pytest.raises(ConfigError, match="PROMPT_CACHE"):
         load_settings(PROMPT_CACHE="sometimes")
+
+
+@pytest.mark.parametrize("variable", ["AIFORGE_CHAT", "AIFORGE_chat"])
+def test_the_chat_section_is_read_from_its_upper_case_variable(monkeypatch: pytest.MonkeyPatch, variable: str) -> None:
+    monkeypatch.setenv(variable, '{"system_prompt": "hi"}')
+    assert load_settings().chat.system_prompt == "hi"
+
+
+def test_a_misspelt_section_variable_names_the_upper_case_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIFORGE_CAHT", '{"system_prompt": "hi"}')
+    with pytest.raises(ConfigError, match="AIFORGE_CAHT is not a setting; did you mean AIFORGE_CHAT\\?"):
+        load_settings()
+
+
+def test_the_chat_section_still_comes_from_yaml_and_keywords(tmp_path: Path) -> None:
+    write_yaml(tmp_path / "aiforge.yaml", "chat:\n  system_prompt: from yaml\n")
+    assert load_settings().chat.system_prompt == "from yaml"
+    assert load_settings(chat={"system_prompt": "kw"}).chat.system_prompt == "kw"
+
+
+def test_a_bad_chat_section_in_the_environment_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIFORGE_CHAT", '{"sytem_prompt": "hi"}')
+    with pytest.raises(ConfigError, match="unknown setting 'chat.sytem_prompt'.*Did you mean chat.system_prompt"):
+        load_settings()
+    monkeypatch.setenv("AIFORGE_CHAT", "not json")
+    with pytest.raises(ConfigError, match="invalid value in environment variable AIFORGE_CHAT: "):
+        load_settings()

@@ -6,7 +6,8 @@ Checked pages: docs/guides/benchmarks.md, and any page of docs/ or README.md wit
 ``97.6 %``, ``7,660 items/s``, ``584 rows/min``, ``1,001 requests``); it is current when ``bench/results.md``
 has the same number with the same unit, or one that rounds to it at the quoted precision (``1.2x`` for 1.18x;
 ``~530 ms`` for 527.5 ms and ``23 000 items/s`` for 22913: the trailing zeros of a figure written ``~`` or of four
-digits or more are rounding). A figure after ``<=``, ``>=``, ``<``, ``>`` (a target) is not a
+digits or more are rounding). A range, ``7,700-12,900 items/s``, is two figures, each checked.
+A figure after ``<=``, ``>=``, ``<``, ``>`` (a target) is not a
 measurement and is not checked. A stale figure fails the test with its page, line and text.
 """
 
@@ -28,6 +29,11 @@ FIGURE = re.compile(
     r"(?P<number>-?\d{1,3}(?:[ ,\u202f]\d{3})+|-?\d+(?:\.\d+)?)"
     r"\s?(?P<unit>ms|s|x|%|items/s|rows/min|requests)(?![\w/])"
 )
+_NUMBER = r"\d{1,3}(?:[ ,\u202f]\d{3})+|\d+(?:\.\d+)?"
+RANGE = re.compile(
+    rf"(?<![\w.\-/])(?P<low>{_NUMBER})\s?[-\u2013]\s?(?P<number>{_NUMBER})\s?(?P<unit>ms|s|x|%|items/s|rows/min|requests)"
+    r"(?![\w/])"
+)
 
 
 @dataclass(frozen=True)
@@ -43,8 +49,14 @@ class Figure:
 def figures(text: str) -> list[Figure]:
     """The measured figures of a text (targets after a comparison left out), with their line numbers."""
     found = []
+    ranges = [match for match in RANGE.finditer(text) if not re.search(r"(?:[<>]=?|[≤≥])\s*$", text[: match.start()])]
+    for match in ranges:  # 7 700-12 900 items/s: both ends are figures
+        line = text.count("\n", 0, match.start()) + 1
+        for end in ("low", "number"):
+            number = Decimal(re.sub(r"[ ,\u202f]", "", match[end]))
+            found.append(Figure(number, abs(number) >= 1000, f"{match[end]} {match['unit']}", match["unit"], line))
     for match in FIGURE.finditer(text):
-        if match["before"]:
+        if match["before"] or any(r.start() <= match.start() < r.end() for r in ranges):
             continue
         number = Decimal(re.sub(r"[ ,\u202f]", "", match["number"]))
         approx = bool(match["approx"]) or abs(number) >= 1000
@@ -113,3 +125,10 @@ def test_a_stale_figure_is_named() -> None:
     )
     stale = [(figure.text, figure.line) for figure in stale_figures(page, results)]
     assert stale == [("8,100 items/s", 3), ("1.10x", 3), ("110 requests", 3), ("500 ms", 3)]
+
+
+def test_a_range_is_two_figures_each_checked() -> None:
+    results = "| batch | 1000 items | 7,660 items/s | 9,052 items/s | 20 ms | 200 ms |\n"
+    assert not stale_figures("hits at 7,660-9,052 items/s, latency 20-200 ms (target >= 5-10 ms)", results)
+    stale = [(figure.text, figure.line) for figure in stale_figures("hits at 7 700-12 900 items/s", results)]
+    assert stale == [("12 900 items/s", 1)]  # 7 700 is 7,660 rounded (its trailing zeros)

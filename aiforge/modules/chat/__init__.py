@@ -1,7 +1,6 @@
-"""The chat module's public path (the reference page's): ``ChatAgent`` and its response types.
-
-The code lives in ``aiforge.chat``; this package and its modules ``module``, ``agent``, ``prompts``, ``schemas``
-and ``widget`` (the reference page's file structure) only re-export it.
+"""``aiforge.modules.chat``: the chat module, ``ChatAgent`` and its response types (``ChatResponse``,
+``ToolCallRecord``). ``from aiforge import ChatAgent`` is the same class; this path and its modules ``module``,
+``agent``, ``prompts``, ``schemas`` and ``widget`` re-export ``aiforge.chat``.
 """
 
 from aiforge.chat import ChatAgent, ChatResponse, ToolCallRecord
