@@ -169,11 +169,10 @@ def file_tokens(digest: str, rules: FileRules, model: str, detail: ImageDetail) 
     per distinct file; 0 when the file is gone (its row fails when sent, at no cost)."""
     from aiforge.core.errors import FileInputError
     from aiforge.core.file_rules import file_tokens as counted
-    from aiforge.core.files import known_file, read_file
+    from aiforge.core.files import reread
 
     try:
-        read = read_file(known_file(digest))
-        return 0 if read.digest != digest else int(counted(read, rules, model, detail))
+        return int(counted(reread(digest), rules, model, detail))
     except FileInputError:
         return 0
 
