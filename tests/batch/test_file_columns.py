@@ -213,3 +213,23 @@ def test_native_input_on_a_provider_that_sends_text_only_is_a_usage_error(folder
     with pytest.raises(UsageError, match="FILE_INPUT='native': the local provider sends text only"):
         route.fill(File(folder / "a.pdf"))
     assert load_settings(FILE_INPUT="text").FILE_INPUT == "text"
+
+
+def test_a_cassette_records_and_replays_files_as_the_provider_sends_them(folder: Path, tmp_path: Path) -> None:
+    tape = str(tmp_path / "tape.jsonl")
+    with LLMServer() as server:
+        recording = openai_agent(server, MODEL="gpt-4o", REPLAY="record", REPLAY_FILE=tape, CACHE=False)
+        assert recording.provider.reads_files == ("image", "pdf") and recording.provider.file_rules == "openai"
+        recorded = recording.run_batch([File(folder / "photo.png")], prompt="Describe {value}")
+        assert not recorded.failed and server.request_count == 1
+        replaying = openai_agent(server, MODEL="gpt-4o", REPLAY="replay", REPLAY_FILE=tape, CACHE=False)
+        replayed = replaying.run_batch([File(folder / "photo.png")], prompt="Describe {value}")
+        assert not replayed.failed and server.request_count == 1
+        assert replayed.results[0].output == recorded.results[0].output
+
+
+def test_prompted_tools_read_the_files_of_the_provider_they_wrap() -> None:
+    from aiforge.providers.prompted import PromptedTools
+
+    wrapped = PromptedTools(ScriptedProvider(default="ok"))
+    assert (wrapped.reads_files, wrapped.file_rules) == ((), "openai")  # FILE_INPUT="native" can send its markers
