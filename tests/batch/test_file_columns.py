@@ -233,3 +233,16 @@ def test_prompted_tools_read_the_files_of_the_provider_they_wrap() -> None:
 
     wrapped = PromptedTools(ScriptedProvider(default="ok"))
     assert (wrapped.reads_files, wrapped.file_rules) == ((), "openai")  # FILE_INPUT="native" can send its markers
+
+
+def test_image_detail_is_part_of_the_cache_key_of_a_prompt_with_a_file_only(folder: Path, tmp_path: Path) -> None:
+    from aiforge.batch.request.cache import with_detail
+
+    cache = str(tmp_path / "cache.sqlite")
+    with LLMServer() as server:
+        for detail in ("low", "high", "high"):
+            agent = openai_agent(server, MODEL="gpt-4o", IMAGE_DETAIL=detail, CACHE=cache)
+            agent.run_batch([File(folder / "photo.png")], prompt="Read the fine print in {value}")
+        assert server.request_count == 2  # high is asked again, then served from the cache
+    params = {"temperature": None}
+    assert with_detail(params, "high", ["plain text"]) is params  # a text prompt keeps the key it had
