@@ -173,11 +173,12 @@ def fill_files(
     route: FileRoute | None,
     skip: Collection[int] = (),
     held: list[File] | None = None,
+    names: dict[int, list[str]] | None = None,
 ) -> tuple[dict[int, FileInputError], dict[Any, dict[FileKind, FilePath]]]:
     """Each file value of ``rows`` (in place) replaced by what its prompt carries (``FileRoute.fill``); the rows
     whose file cannot be sent (their value the file's name, ``[file: x.pdf]``, for whoever reads the row) and, per
     field, the path each kind of file took. ``held`` gets each file read (the registry holds an in-memory file by a
-    weak reference only: the batch holding them keeps them until it is done)."""
+    weak reference only: the batch holding them keeps them until it is done); ``names`` each row's file names."""
     route = route or NATIVE_DEFAULT
     failed: dict[int, FileInputError] = {}
     paths: dict[Any, dict[FileKind, FilePath]] = {}
@@ -189,6 +190,8 @@ def fill_files(
             value = row[name]
             if not is_file_cell(value, name, files):
                 continue
+            if names is not None:
+                names.setdefault(i, []).append(file_name(value))
             try:
                 row[name], read = route.fill(value, done)
             except FileInputError as exc:

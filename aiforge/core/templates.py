@@ -146,6 +146,8 @@ class BatchPrompts:
     """Each file field -> the path (``native``, ``text``) each kind of file in it took (``core.file_inputs``)."""
     held: list[File] = field(default_factory=list, repr=False)
     """The files the prompts' markers name, held for the batch's life (the registry holds them weakly)."""
+    file_names: dict[int, list[str]] = field(default_factory=dict)
+    """Position -> the names of its row's files (``receipt.png``), for a message about the row."""
 
 
 def batch_prompts(
@@ -266,9 +268,10 @@ def _row_prompts(
     for row in rows:  # a text that looks like a marker stays text (core.files.plain_text)
         row.update({k: plain_text(v) for k, v in row.items() if isinstance(v, str) and not is_file_cell(v, k, files)})
     held: list[File] = []
-    failed, paths = fill_files(rows, template.fields, files, route, skip=missing.keys(), held=held)
+    names: dict[int, list[str]] = {}
+    failed, paths = fill_files(rows, template.fields, files, route, skip=missing.keys(), held=held, names=names)
     texts = [template.fill(row) for row in rows]
-    return BatchPrompts(texts, missing, index, template, rows, dict(failed), paths, held)
+    return BatchPrompts(texts, missing, index, template, rows, dict(failed), paths, held, names)
 
 
 def _check_names_a_field(template: RowTemplate) -> None:

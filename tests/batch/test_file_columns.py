@@ -246,3 +246,14 @@ def test_image_detail_is_part_of_the_cache_key_of_a_prompt_with_a_file_only(fold
         assert server.request_count == 2  # high is asked again, then served from the cache
     params = {"temperature": None}
     assert with_detail(params, "high", ["plain text"]) is params  # a text prompt keeps the key it had
+
+
+def test_a_changed_file_under_a_checkpoint_is_named(folder: Path, tmp_path: Path) -> None:
+    from aiforge.core.errors import CheckpointMismatchError
+
+    agent = ChatAgent(provider=ScriptedProvider(default="ok"))
+    frame = pd.DataFrame({"doc": [File(folder / "a.pdf"), File(folder / "b.pdf")]})
+    frame.aiforge.map("Read {doc}", agent=agent, checkpoint=str(tmp_path / "ck.sqlite"))
+    documents.text_pdf(folder / "b.pdf", ["Invoice 18 total 101.00"])
+    with pytest.raises(CheckpointMismatchError, match="first at item 1: b.pdf changed"):
+        frame.aiforge.map("Read {doc}", agent=agent, checkpoint=str(tmp_path / "ck.sqlite"))
