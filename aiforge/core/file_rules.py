@@ -97,7 +97,7 @@ _V = TypeVar("_V")
 VENDOR_NAMES: dict[Rules, str] = {"openai": "OpenAI", "anthropic": "Anthropic"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class WireFile:
     """A file as it is sent: an image resized to what the vendor reads, or a PDF as it is."""
 
@@ -105,6 +105,9 @@ class WireFile:
     mime: str
     data: bytes
     name: str
+
+    def __repr__(self) -> str:
+        return f"WireFile({self.kind}, {self.mime}, {len(self.data)} bytes, name={self.name!r})"
 
 
 def read_size(rules: Rules, detail: Detail = "auto") -> tuple[int | None, int | None, int | None]:

@@ -83,3 +83,10 @@ def test_a_text_filled_into_a_template_never_attaches_a_known_file() -> None:
 
 def test_a_file_path_expands_the_home_folder() -> None:
     assert File("~/x.pdf").path == Path("~/x.pdf").expanduser() and File("~/x.pdf").name == "x.pdf"
+
+
+def test_a_wire_files_repr_shows_its_length_not_its_bytes() -> None:
+    from aiforge.core.file_rules import wire_file
+
+    sent = wire_file(read_file(File(documents.png(40, 30), name="scan.png")), "openai")
+    assert repr(sent) == f"WireFile(image, image/png, {len(sent.data)} bytes, name='scan.png')"
