@@ -235,6 +235,14 @@ def split_markers(text: str) -> list[str | ReadFile]:
     return pieces
 
 
+def shown(text: str) -> str:
+    """``text`` as a person reads it (a results table, the turn log, a trace): each marker ``[file: receipt.png]``
+    (the newest name its bytes went by), ``[file]`` when unknown. For display only: keys and the wire keep markers."""
+    if "[[file:" not in text:
+        return text
+    return MARKER.sub(lambda m: f"[file: {f[0].name}]" if (f := known_files(m.group(1))) else "[file]", text)
+
+
 def has_markers(text: str) -> bool:
     return "[[file:" in text and MARKER.search(text) is not None
 

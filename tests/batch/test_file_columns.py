@@ -257,3 +257,15 @@ def test_a_changed_file_under_a_checkpoint_is_named(folder: Path, tmp_path: Path
     documents.text_pdf(folder / "b.pdf", ["Invoice 18 total 101.00"])
     with pytest.raises(CheckpointMismatchError, match="first at item 1: b.pdf changed"):
         frame.aiforge.map("Read {doc}", agent=agent, checkpoint=str(tmp_path / "ck.sqlite"))
+
+
+def test_a_file_reads_as_its_name_in_the_results_table_and_the_turn_log(folder: Path) -> None:
+    import aiforge
+
+    agent = ChatAgent(provider=ScriptedProvider(default="ok"), FILE_INPUT="native")
+    result = agent.run_batch([File(folder / "photo.png"), File(folder / "gone.png")], prompt="Describe {value}")
+    table = result.to_dataframe()
+    assert table["input"].tolist() == ["Describe [file: photo.png]", "Describe [file: gone.png]"]
+    assert "no such file" in table.loc[1, "error"]
+    assert aiforge.logs()["prompt"].tolist() == ["Describe [file: photo.png]"]
+    assert "[[file:" in agent.provider.calls[0].last_user_message  # what was sent keeps its marker
