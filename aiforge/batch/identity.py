@@ -28,6 +28,7 @@ def batch_identity(
 ) -> BatchFingerprint:
     """What identifies this batch: its prompts, and everything its replies depend on (never a key); ``scored``:
     its label rows are answered by scoring (``label_scoring``), not generated."""
+    from aiforge.batch.request.cache import with_detail
     from aiforge.store import batch_fingerprint, fingerprint
     from aiforge.store.fingerprint import public_endpoint
 
@@ -44,6 +45,7 @@ def batch_identity(
         "output": None if spec is None else spec.wire_schema,
         **({"answered_by": "score_labels"} if scored else {}),
     }
+    settings = with_detail(settings, owner.settings.IMAGE_DETAIL, inputs)  # what its images are sent at
     return batch_fingerprint([fingerprint(text) for text in inputs], settings)
 
 

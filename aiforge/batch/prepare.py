@@ -110,7 +110,8 @@ def prepare(owner: BatchOwner, items: Any, options: BatchOptions, *, resume: boo
     check_calibration(options, scored)
     options = unpacked_if_scored(options, scored, owner.settings.LABELS_BY)
     identity = batch_identity(owner, prompts.texts, options.output, scored=scored is not None)
-    checkpoint = open_checkpoint(options.checkpoint, identity, options.restart)
+    names = prompts.file_names
+    checkpoint = open_checkpoint(options.checkpoint, identity, options.restart, lambda i: ", ".join(names.get(i, ())))
     done = (
         finished_items(identity, checkpoint, item_type, options.output, restart=options.restart) if resume else {}
     )

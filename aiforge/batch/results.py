@@ -190,15 +190,16 @@ class BatchResult(OperationReport):
         import pandas as pd
 
         from aiforge.core.columns import output_columns
+        from aiforge.core.files import shown
 
         rows: list[dict[str, Any] | None] = [None] * len(self.inputs)
         values: list[Any] = [None] * len(self.inputs)
         for index, result in zip(self.indices, self.results, strict=True):
-            rows[index] = {"input": self.inputs[index], **result.to_row()}
+            rows[index] = {"input": shown(self.inputs[index]), **result.to_row()}  # a file by its name
             values[index] = result.output if self.output is not None else None
         for failure in self.failed:
             error = f"{type(failure.error).__name__}: {failure.error}"
-            rows[failure.position] = {"input": failure.input, **self.item_type.failed_row(error)}
+            rows[failure.position] = {"input": shown(failure.input), **self.item_type.failed_row(error)}
         frame = pd.DataFrame(rows, columns=["input", *self.item_type.failed_row("")], index=self.index)
         dtypes: dict[str, str] = getattr(self.item_type, "column_dtypes", {})  # optional on a result type
         if dtypes:

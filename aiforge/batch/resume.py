@@ -168,8 +168,14 @@ def checkpoint_part(checkpoint: Any, part: str, operation: str) -> CheckpointPar
     return None if path is None else CheckpointPart(path, part)
 
 
-def open_checkpoint(path: str | os.PathLike[str] | None, batch: BatchFingerprint, restart: bool) -> Checkpoint | None:
-    """The checkpoint at ``path`` for ``batch`` (None without a path): its part when ``path`` names one."""
+def open_checkpoint(
+    path: str | os.PathLike[str] | None,
+    batch: BatchFingerprint,
+    restart: bool,
+    describe: Callable[[int], str | None] | None = None,
+) -> Checkpoint | None:
+    """The checkpoint at ``path`` for ``batch`` (None without a path): its part when ``path`` names one;
+    ``describe`` names an item whose input differs from the checkpoint's (its files)."""
     if path is None:
         return None
     from aiforge.store import Checkpoint, Store
@@ -177,7 +183,7 @@ def open_checkpoint(path: str | os.PathLike[str] | None, batch: BatchFingerprint
     store = Store.for_setting(checkpoint_file(path), kind="data")
     assert store is not None  # a path always names a store
     part = path.part if isinstance(path, CheckpointPart) else ""
-    return Checkpoint(store, batch, restart=restart, part=part)
+    return Checkpoint(store, batch, restart=restart, part=part, describe=describe)
 
 
 def finished_items(

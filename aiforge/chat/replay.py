@@ -16,6 +16,7 @@ from aiforge.providers.base import Provider, StreamEvent
 from aiforge.store.cassettes import Cassette, cassette_at, completion_of, request_of
 
 if TYPE_CHECKING:
+    from aiforge.providers import BuiltinProviderClass
     from aiforge.providers.batch_api import BatchLimits, ProviderBatchAPI
 
 
@@ -25,7 +26,7 @@ class CassetteProvider(Provider):
     supports_streaming: ClassVar[bool] = True  # a recorded turn replays its chunks, a live one streams through
 
     def __init__(self, inner: Provider | None, cassette: Cassette, mode: str, *, keyed: bool, name: str, model: str,
-                 native_tools: bool, endpoint: str | None) -> None:
+                 native_tools: bool, endpoint: str | None, like: Provider | BuiltinProviderClass | None = None) -> None:
         self.inner, self.cassette, self.mode = inner, cassette, mode
         self.keyed = keyed
         """A key is configured: ``"auto"`` then calls the provider (and records) rather than replaying."""
@@ -33,6 +34,8 @@ class CassetteProvider(Provider):
         self.default_model = model
         self.supports_native_tools = native_tools
         self.free = bool(inner and inner.free)
+        if like is not None:  # the files its wire reads (the cassette records them as the provider sends them)
+            self.reads_files, self.file_rules = like.reads_files, like.file_rules
         self.base_url = endpoint
 
     @property
@@ -144,10 +147,10 @@ def _wrap(provider: Any, settings: Any, cassette: Cassette) -> CassetteProvider:
     if inner is not None:
         return CassetteProvider(
             inner, cassette, settings.REPLAY, keyed=bool(settings.secrets()), name=name, model=inner.default_model,
-            native_tools=inner.supports_native_tools, endpoint=inner.base_url,
+            native_tools=inner.supports_native_tools, endpoint=inner.base_url, like=inner,
         )
     cls = builtin_class(name)
     return CassetteProvider(
         None, cassette, settings.REPLAY, keyed=False, name=name, model=cls.configured_model(settings),
-        native_tools=cls.supports_native_tools, endpoint=cls.configured_base_url(settings),
+        native_tools=cls.supports_native_tools, endpoint=cls.configured_base_url(settings), like=cls,
     )

@@ -76,7 +76,10 @@ class TurnSetup:
 
     @classmethod
     def of(cls, agent: TurnOwner, runtime: AgentRuntime, base_prompt: str, store: ChatStore | None) -> TurnSetup:
-        key_base = TurnKeyBase.of(runtime, agent.provider.base_url, native_tools=agent.native_tools)
+        key_base = TurnKeyBase.of(
+            runtime, agent.provider.base_url, native_tools=agent.native_tools,
+            image_detail=agent.settings.IMAGE_DETAIL,
+        )
         return cls(
             runtime=runtime, graph=build_chat_graph(),
             plan=TurnPlan(key_base, agent.provider, agent.model, agent.max_tool_iterations, agent.output_retries),

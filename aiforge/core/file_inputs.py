@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aiforge.core.errors import FileInputError, UsageError
-from aiforge.core.files import FileKind, ReadFile, is_file_value, read_file, remember
+from aiforge.core.files import File, FileKind, ReadFile, file_name, is_file_value, read_file, remember
 
 FileRules = Literal["openai", "anthropic"]
 """Whose published rules count and limit a provider's files (``core.file_rules``)."""
@@ -172,9 +172,13 @@ def fill_files(
     files: Sequence[Any],
     route: FileRoute | None,
     skip: Collection[int] = (),
+    held: list[File] | None = None,
+    names: dict[int, list[str]] | None = None,
 ) -> tuple[dict[int, FileInputError], dict[Any, dict[FileKind, FilePath]]]:
     """Each file value of ``rows`` (in place) replaced by what its prompt carries (``FileRoute.fill``); the rows
-    whose file cannot be sent (their value emptied) and, per field, the path each kind of file took."""
+    whose file cannot be sent (their value the file's name, ``[file: x.pdf]``, for whoever reads the row) and, per
+    field, the path each kind of file took. ``held`` gets each file read (the registry holds an in-memory file by a
+    weak reference only: the batch holding them keeps them until it is done); ``names`` each row's file names."""
     route = route or NATIVE_DEFAULT
     failed: dict[int, FileInputError] = {}
     paths: dict[Any, dict[FileKind, FilePath]] = {}
@@ -188,12 +192,16 @@ def fill_files(
             value = row[name]
             if not is_file_cell(value, name, files):
                 continue
+            if names is not None:
+                names.setdefault(i, []).append(file_name(value))
             try:
                 row[name], read = route.fill(value, done)
             except FileInputError as exc:
                 failed.setdefault(i, exc)
-                row[name] = ""
+                row[name] = f"[file: {file_name(value)}]"
                 continue
+            if held is not None:
+                held.append(read.file)
             paths.setdefault(name, {})[read.kind] = route.path(read.kind)
             if read.kind in route.native:
                 sent[name] = read

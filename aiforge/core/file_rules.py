@@ -98,7 +98,7 @@ _V = TypeVar("_V")
 VENDOR_NAMES: dict[Rules, str] = {"openai": "OpenAI", "anthropic": "Anthropic"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class WireFile:
     """A file as it is sent: an image resized to what the vendor reads, or a PDF as it is."""
 
@@ -106,6 +106,9 @@ class WireFile:
     mime: str
     data: bytes
     name: str
+
+    def __repr__(self) -> str:
+        return f"WireFile({self.kind}, {self.mime}, {len(self.data)} bytes, name={self.name!r})"
 
 
 def read_size(rules: Rules, detail: Detail = "auto") -> tuple[int | None, int | None, int | None]:
@@ -177,11 +180,10 @@ def file_tokens(read: ReadFile, rules: Rules, model: str | None, detail: Detail 
 def marker_tokens(digest: str, rules: Rules, model: str | None, detail: Detail = "auto") -> int:
     """Input tokens of the file a marker names (``file_tokens`` by ``rules`` on ``model``), by content, so once per
     distinct file in the process; 0 when the file is gone or changed (its row fails when sent, at no cost)."""
-    from aiforge.core.files import known_file, read_file
+    from aiforge.core.files import reread
 
     try:
-        read = read_file(known_file(digest))
-        return 0 if read.digest != digest else int(file_tokens(read, rules, model, detail))
+        return int(file_tokens(reread(digest), rules, model, detail))
     except FileInputError:
         return 0
 

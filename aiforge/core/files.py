@@ -21,6 +21,7 @@ import hashlib
 import os
 import re
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -71,7 +72,7 @@ class File:
     text unless the operation is told it holds paths (``files=["invoice"]``).
     """
 
-    __slots__ = ("path", "name", "_data")
+    __slots__ = ("path", "name", "_data", "__weakref__")
 
     def __init__(self, source: str | os.PathLike[str] | bytes | bytearray | Any, name: str | None = None) -> None:
         self._data: bytes | None = None
@@ -84,7 +85,7 @@ class File:
             self._data = bytes(source)
             self.name = name or "file"
         elif isinstance(source, (str, os.PathLike)):
-            self.path = Path(source)
+            self.path = Path(source).expanduser()
             self.name = name or self.path.name
         elif _is_pil_image(source):
             self._data = _pil_png(source)
@@ -166,6 +167,21 @@ def read_file(value: Any) -> ReadFile:
     return ReadFile(file, data, mime, hashlib.sha256(data).hexdigest()[:32])
 
 
+def file_name(value: Any) -> str:
+    """The name a file value goes by (``receipt.png``), for a person reading a row; never reads it."""
+    if isinstance(value, File):
+        return value.name
+    if isinstance(value, (str, os.PathLike)):
+        return Path(value).name
+    return "image.png" if _is_pil_image(value) else "file"
+
+
+def plain_text(text: str) -> str:
+    """``text`` as it may go in a prompt: ``[[file:`` broken by a zero-width space (U+200B, after ``file``), so a
+    user's text that looks like a marker never names a file, and reads the same."""
+    return text.replace("[[file:", "[[file\u200b:")
+
+
 def is_file_value(value: Any) -> bool:
     """Whether a cell holds a file by its type (``File``, ``Path``, bytes, a PIL image); a str is text."""
     return isinstance(value, (File, os.PathLike, bytes, bytearray, memoryview)) or _is_pil_image(value)
@@ -193,30 +209,56 @@ def refuse_files(values: Any, operation: str, column: Any) -> None:
 # Markers: the files of this process's prompts, by digest
 # ---------------------------------------------------------------------------
 
-_known: dict[str, File] = {}
+_known: dict[str, list[File | weakref.ref[File]]] = {}
+"""Digest -> every file seen with those bytes, newest first: a file with a path held as it is (a path is cheap,
+and the bytes are read again when sent), one held in memory by a weak reference (the batch that put its marker in
+a prompt holds it, ``BatchPrompts.held``), so the registry never keeps a process's images alive."""
 _known_lock = threading.Lock()
+_sweep_at = 1024
 
 
 def remember(read: ReadFile) -> str:
-    """``read``'s marker, its file remembered so the wire can send it (``wire_file``)."""
+    """``read``'s marker, its file remembered (first among the files with its bytes) so the wire can send it."""
+    global _sweep_at
+    file = read.file
     with _known_lock:
-        _known.setdefault(read.digest, read.file)
+        seen = [entry for entry in _known.get(read.digest, ()) if _live(entry) not in (None, file)]
+        _known[read.digest] = [file if file.path is not None else weakref.ref(file), *seen]
+        if len(_known) > _sweep_at:  # drop the digests whose in-memory files are all gone
+            for digest in [d for d, entries in _known.items() if all(_live(e) is None for e in entries)]:
+                del _known[digest]
+            _sweep_at = max(1024, 2 * len(_known))
     return read.marker
+
+
+def _live(entry: File | weakref.ref[File]) -> File | None:
+    return entry if isinstance(entry, File) else entry()
 
 
 def split_markers(text: str) -> list[str | ReadFile]:
     """``text`` cut at its markers: the text between them (empty pieces dropped) and each marker's file, read again
-    and checked to be the bytes the marker names; ``FileInputError`` when a file is gone or has changed."""
+    and checked to be the bytes the marker names; ``FileInputError`` when a file is gone or has changed. A marker
+    whose digest no batch of this process read is text (a user's text that happens to look like one)."""
     pieces: list[str | ReadFile] = []
     at = 0
     for match in MARKER.finditer(text):
+        if not known_files(match.group(1)):
+            continue
         if match.start() > at:
             pieces.append(text[at : match.start()])
-        pieces.append(_reread(match.group(1)))
+        pieces.append(reread(match.group(1)))
         at = match.end()
     if at < len(text):
         pieces.append(text[at:])
     return pieces
+
+
+def shown(text: str) -> str:
+    """``text`` as a person reads it (a results table, the turn log, a trace): each marker ``[file: receipt.png]``
+    (the newest name its bytes went by), ``[file]`` when unknown. For display only: keys and the wire keep markers."""
+    if "[[file:" not in text:
+        return text
+    return MARKER.sub(lambda m: f"[file: {f[0].name}]" if (f := known_files(m.group(1))) else "[file]", text)
 
 
 def has_markers(text: str) -> bool:
@@ -227,23 +269,41 @@ def marker_digests(text: str) -> list[str]:
     return MARKER.findall(text)
 
 
-def known_file(digest: str) -> File:
-    """The file a marker names in this process; ``FileInputError`` when no prompt of this process put it there."""
+def known_files(digest: str) -> list[File]:
+    """The files seen in this process with the bytes ``digest`` names, newest first (those still alive)."""
     with _known_lock:
-        file = _known.get(digest)
-    if file is None:
+        entries = list(_known.get(digest, ()))
+    return [file for file in map(_live, entries) if file is not None]
+
+
+def known_file(digest: str) -> File:
+    """The file a marker names in this process (the newest seen); ``FileInputError`` when no prompt of this process
+    put it there."""
+    files = known_files(digest)
+    if not files:
         raise FileInputError(
             f"[[file:{digest}]]: this prompt names a file no batch of this process read; build the prompt from "
             "the file column again."
         )
-    return file
+    return files[0]
 
 
-def _reread(digest: str) -> ReadFile:
-    read = read_file(known_file(digest))
-    if read.digest != digest:
-        raise FileInputError(f"{read.name}: the file changed while the batch ran; run the batch again.")
-    return read
+def reread(digest: str) -> ReadFile:
+    """The file a marker names, read again: each file seen with its bytes (newest first) until one still has them
+    (a file moved, or overwritten at its first path, is found under the path it was last given); ``FileInputError``
+    naming the newest when none has."""
+    first: FileInputError | None = None
+    for file in known_files(digest) or [known_file(digest)]:
+        try:
+            read = read_file(file)
+        except FileInputError as exc:
+            first = first or exc
+            continue
+        if read.digest == digest:
+            return read
+        first = first or FileInputError(f"{read.name}: the file changed while the batch ran; run the batch again.")
+    assert first is not None
+    raise first
 
 
 def _is_pil_image(value: Any) -> bool:

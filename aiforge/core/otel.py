@@ -32,6 +32,7 @@ from contextvars import ContextVar
 from types import TracebackType
 from typing import Any
 
+from aiforge.core.files import shown
 from aiforge.core.logs import redact
 from aiforge.core.telemetry import Telemetry as Telemetry
 from aiforge.core.telemetry import _api, _context
@@ -274,7 +275,7 @@ def _message_parts(message: Message) -> dict[str, Any]:
     if message["role"] == "tool":
         parts.append({"type": "tool_call_response", "id": message.get("tool_call_id"), "response": message["content"]})
     elif message["content"]:
-        parts.append({"type": "text", "content": message["content"]})
+        parts.append({"type": "text", "content": shown(message["content"])})  # a file by its name
     parts.extend(_tool_call_part(call) for call in message.get("tool_calls", ()))
     return {"role": message["role"], "parts": parts}
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiforge.core.file_inputs import fill_files, is_file_cell
+from aiforge.core.files import File, plain_text
 from aiforge.core.types import UsageError
 
 if TYPE_CHECKING:
@@ -143,6 +144,10 @@ class BatchPrompts:
     """Position -> the ``FileInputError`` of a row whose file cannot be sent (it fails without a call)."""
     file_paths: dict[Any, dict[FileKind, FilePath]] = field(default_factory=dict)
     """Each file field -> the path (``native``, ``text``) each kind of file in it took (``core.file_inputs``)."""
+    held: list[File] = field(default_factory=list, repr=False)
+    """The files the prompts' markers name, held for the batch's life (the registry holds them weakly)."""
+    file_names: dict[int, list[str]] = field(default_factory=dict)
+    """Position -> the names of its row's files (``receipt.png``), for a message about the row."""
 
 
 def batch_prompts(
@@ -260,9 +265,13 @@ def _row_prompts(
         empty = dict.fromkeys(str((shown or {}).get(name, name)) for name in template.fields if _is_missing(row[name]))
         if empty:
             missing[i] = f"missing value: {', '.join(empty)}"
-    failed, paths = fill_files(rows, template.fields, files, route, skip=missing.keys())
+    for row in rows:  # a text that looks like a marker stays text (core.files.plain_text)
+        row.update({k: plain_text(v) for k, v in row.items() if isinstance(v, str) and not is_file_cell(v, k, files)})
+    held: list[File] = []
+    names: dict[int, list[str]] = {}
+    failed, paths = fill_files(rows, template.fields, files, route, skip=missing.keys(), held=held, names=names)
     texts = [template.fill(row) for row in rows]
-    return BatchPrompts(texts, missing, index, template, rows, dict(failed), paths)
+    return BatchPrompts(texts, missing, index, template, rows, dict(failed), paths, held, names)
 
 
 def _check_names_a_field(template: RowTemplate) -> None:

@@ -230,8 +230,8 @@ class AnthropicProvider(SDKProvider["anthropic.AsyncAnthropic"]):
         "standard_only)"
     )
     structured_output: ClassVar[StructuredOutputMode] = "output_config"
-    reads_files: ClassVar[tuple[FileKind, ...]] = ("image", "pdf")  # image and document content blocks
-    file_rules: ClassVar[FileRules | None] = "anthropic"
+    reads_files: tuple[FileKind, ...] = ("image", "pdf")  # image and document content blocks
+    file_rules: FileRules | None = "anthropic"
     endpoint: ClassVar[Endpoint] = Endpoint(
         "anthropic", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "claude-haiku-4-5", default_url=DEFAULT_BASE_URL
     )

@@ -77,10 +77,10 @@ class Provider(ABC):
     """``embed`` works here: texts to vectors (``df.aiforge.embed``, ``aiforge.semantic.embed_texts``)."""
     default_embedding_model: ClassVar[str | None] = None
     """The model ``embed`` uses when neither the call nor ``EMBEDDING_MODEL`` names one; None: ``default_model``."""
-    reads_files: ClassVar[tuple[FileKind, ...]] = ()
+    reads_files: tuple[FileKind, ...] = ()
     """The kinds of file (``"image"``, ``"pdf"``) this provider's models read natively: a file column's marker is sent
     as the vendor's block (``FILE_INPUT=auto``); the others take the text path (a PDF's text extracted locally)."""
-    file_rules: ClassVar[FileRules | None] = None
+    file_rules: FileRules | None = None
     """Whose published rules count and limit the files it is sent (``core.file_rules``): ``"openai"`` (Chat
     Completions' content parts), ``"anthropic"`` (the Messages API's blocks), None when it can send no file at all
     (``FILE_INPUT=native`` is refused)."""

@@ -40,8 +40,8 @@ class GatewayProvider(ChatCompletionsProvider):
     # Gateways implement the long-standing parameter; not all know max_completion_tokens.
     max_tokens_field: ClassVar[str] = "max_tokens"
     scores_labels: ClassVar[bool] = True
-    reads_files: ClassVar[tuple[FileKind, ...]] = ("image", "pdf")  # an OpenAI-compatible gateway to its models
-    file_rules: ClassVar[FileRules | None] = "openai"
+    reads_files: tuple[FileKind, ...] = ("image", "pdf")  # an OpenAI-compatible gateway to its models
+    file_rules: FileRules | None = "openai"
 
     def batch_api(self, limits: BatchLimits | None = None) -> OpenAIBatchAPI:
         """The Files + Batches API (``agent.submit_batch``); the server must serve ``/v1/files`` and ``/v1/batches``."""

@@ -59,7 +59,7 @@ class LocalServerProvider(ChatCompletionsProvider):
     scores_labels: ClassVar[bool] = True  # a server that returns no logprobs fails with ProviderError
     # Chat Completions' content parts, read only by a vision model the server may or may not have loaded: text by
     # default, FILE_INPUT="native" sends them.
-    file_rules: ClassVar[FileRules | None] = "openai"
+    file_rules: FileRules | None = "openai"
 
     async def score_labels(self, messages: list[Message], labels: Sequence[str], params: CallParams) -> LabelScores:
         """Each label's probability from the first answer token's ``top_logprobs`` (``openai_scoring``)."""

@@ -31,8 +31,8 @@ class OpenAIProvider(ChatCompletionsProvider):
     )
     scores_labels: ClassVar[bool] = True
     default_embedding_model: ClassVar[str | None] = DEFAULT_OPENAI_EMBEDDING_MODEL
-    reads_files: ClassVar[tuple[FileKind, ...]] = ("image", "pdf")  # image_url and file content parts
-    file_rules: ClassVar[FileRules | None] = "openai"
+    reads_files: tuple[FileKind, ...] = ("image", "pdf")  # image_url and file content parts
+    file_rules: FileRules | None = "openai"
 
     def batch_api(self, limits: BatchLimits | None = None) -> OpenAIBatchAPI:
         """The Files + Batches API (``agent.submit_batch``)."""

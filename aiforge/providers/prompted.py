@@ -176,6 +176,7 @@ class PromptedTools(Provider):
     def __init__(self, inner: Provider) -> None:
         self.inner = inner
         self.default_model = inner.default_model
+        self.reads_files, self.file_rules = inner.reads_files, inner.file_rules  # its files go through inner's wire
 
     async def complete(self, messages: list[Message], tools: list[ToolSpec] | None, params: CallParams) -> Completion:
         if not tools and params.output is None:

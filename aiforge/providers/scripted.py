@@ -99,7 +99,7 @@ class ScriptedProvider(Provider):
     scores_labels: ClassVar[bool] = True
     embeds: ClassVar[bool] = True
     default_embedding_model: ClassVar[str | None] = "scripted-embedding"
-    file_rules: ClassVar[FileRules | None] = "openai"  # reads none (text path); FILE_INPUT="native" sends markers
+    file_rules: FileRules | None = "openai"  # reads none (text path); FILE_INPUT="native" sends markers
 
     def __init__(
         self,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -44,7 +44,17 @@ class Checkpoint:
     item count, settings or inputs) under ``part`` and ``restart`` is False.
     """
 
-    def __init__(self, store: Store, batch: BatchFingerprint, *, restart: bool = False, part: str = "") -> None:
+    def __init__(
+        self,
+        store: Store,
+        batch: BatchFingerprint,
+        *,
+        restart: bool = False,
+        part: str = "",
+        describe: Callable[[int], str | None] | None = None,
+    ) -> None:
+        self.describe = describe
+        """Item index -> what a person knows it by (``b.pdf``), named when its input differs; None: nothing."""
         self.store = store
         self.batch = batch
         self.part = part
@@ -145,7 +155,8 @@ class Checkpoint:
                 ),
                 None,
             )
-            where = "" if changed is None else f", first at item {changed}"
+            named = None if changed is None or self.describe is None else self.describe(changed)
+            where = "" if changed is None else f", first at item {changed}" + (f": {named} changed" if named else "")
             differences.append(f"the inputs differ{where}")
         (finished,) = conn.execute("SELECT count(*) FROM checkpoint_items WHERE batch = ?", (key,)).fetchall()[0]
         return (

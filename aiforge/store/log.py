@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from aiforge.core.files import shown
 from aiforge.store.db import Store, flush_before_close
 from aiforge.store.log_search import match_expression
 
@@ -86,7 +87,7 @@ class LogEntry:
             kind=kind,
             provider=response.provider,
             model=response.model,
-            prompt=str(sent[-1]["content"]),
+            prompt=shown(str(sent[-1]["content"])),  # a file by its name; messages_in keeps what was sent
             reply=response.message,
             messages_in=sent,
             messages_out=produced,

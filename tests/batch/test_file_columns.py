@@ -273,3 +273,59 @@ def test_native_input_on_a_provider_that_sends_text_only_is_a_usage_error(folder
     with pytest.raises(UsageError, match="FILE_INPUT='native': the local provider sends text only"):
         route.fill(File(folder / "a.pdf"))
     assert load_settings(FILE_INPUT="text").FILE_INPUT == "text"
+
+
+def test_a_cassette_records_and_replays_files_as_the_provider_sends_them(folder: Path, tmp_path: Path) -> None:
+    tape = str(tmp_path / "tape.jsonl")
+    with LLMServer() as server:
+        recording = openai_agent(server, MODEL="gpt-4o", REPLAY="record", REPLAY_FILE=tape, CACHE=False)
+        assert recording.provider.reads_files == ("image", "pdf") and recording.provider.file_rules == "openai"
+        recorded = recording.run_batch([File(folder / "photo.png")], prompt="Describe {value}")
+        assert not recorded.failed and server.request_count == 1
+        replaying = openai_agent(server, MODEL="gpt-4o", REPLAY="replay", REPLAY_FILE=tape, CACHE=False)
+        replayed = replaying.run_batch([File(folder / "photo.png")], prompt="Describe {value}")
+        assert not replayed.failed and server.request_count == 1
+        assert replayed.results[0].output == recorded.results[0].output
+
+
+def test_prompted_tools_read_the_files_of_the_provider_they_wrap() -> None:
+    from aiforge.providers.prompted import PromptedTools
+
+    wrapped = PromptedTools(ScriptedProvider(default="ok"))
+    assert (wrapped.reads_files, wrapped.file_rules) == ((), "openai")  # FILE_INPUT="native" can send its markers
+
+
+def test_image_detail_is_part_of_the_cache_key_of_a_prompt_with_a_file_only(folder: Path, tmp_path: Path) -> None:
+    from aiforge.batch.request.cache import with_detail
+
+    cache = str(tmp_path / "cache.sqlite")
+    with LLMServer() as server:
+        for detail in ("low", "high", "high"):
+            agent = openai_agent(server, MODEL="gpt-4o", IMAGE_DETAIL=detail, CACHE=cache)
+            agent.run_batch([File(folder / "photo.png")], prompt="Read the fine print in {value}")
+        assert server.request_count == 2  # high is asked again, then served from the cache
+    params = {"temperature": None}
+    assert with_detail(params, "high", ["plain text"]) is params  # a text prompt keeps the key it had
+
+
+def test_a_changed_file_under_a_checkpoint_is_named(folder: Path, tmp_path: Path) -> None:
+    from aiforge.core.errors import CheckpointMismatchError
+
+    agent = ChatAgent(provider=ScriptedProvider(default="ok"))
+    frame = pd.DataFrame({"doc": [File(folder / "a.pdf"), File(folder / "b.pdf")]})
+    frame.aiforge.map("Read {doc}", agent=agent, checkpoint=str(tmp_path / "ck.sqlite"))
+    documents.text_pdf(folder / "b.pdf", ["Invoice 18 total 101.00"])
+    with pytest.raises(CheckpointMismatchError, match="first at item 1: b.pdf changed"):
+        frame.aiforge.map("Read {doc}", agent=agent, checkpoint=str(tmp_path / "ck.sqlite"))
+
+
+def test_a_file_reads_as_its_name_in_the_results_table_and_the_turn_log(folder: Path) -> None:
+    import aiforge
+
+    agent = ChatAgent(provider=ScriptedProvider(default="ok"), FILE_INPUT="native")
+    result = agent.run_batch([File(folder / "photo.png"), File(folder / "gone.png")], prompt="Describe {value}")
+    table = result.to_dataframe()
+    assert table["input"].tolist() == ["Describe [file: photo.png]", "Describe [file: gone.png]"]
+    assert "no such file" in table.loc[1, "error"]
+    assert aiforge.logs()["prompt"].tolist() == ["Describe [file: photo.png]"]
+    assert "[[file:" in agent.provider.calls[0].last_user_message  # what was sent keeps its marker

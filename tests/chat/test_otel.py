@@ -421,3 +421,17 @@ def test_a_dataframe_classify_is_one_batch_span_with_a_turn_per_row(spans) -> No
     turns = by_name(spans.get_finished_spans(), "invoke_agent")
     assert len(turns) == 3 and {parent_of(t) for t in turns} == {batch.context.span_id}
     assert all(t.attributes["gen_ai.output.type"] == "json" for t in turns)
+
+
+def test_content_names_a_file_rather_than_its_marker(spans, tmp_path) -> None:
+    from aiforge import File
+
+    pytest.importorskip("PIL")
+    from tests.support import documents
+
+    documents.png(20, 20, tmp_path / "receipt.png")
+    agent = ChatAgent(provider=ScriptedProvider(default="ok"), OTEL=True, OTEL_CONTENT=True, FILE_INPUT="native")
+    agent.run_batch([File(tmp_path / "receipt.png")], prompt="Read {value}")
+    (chat,) = by_name(spans.get_finished_spans(), "chat ")
+    sent = json.loads(chat.attributes["gen_ai.input.messages"])
+    assert sent[-1]["parts"] == [{"type": "text", "content": "Read [file: receipt.png]"}]

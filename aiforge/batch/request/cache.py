@@ -40,9 +40,13 @@ class TurnKeyBase:
     model: str
     params: dict[str, Any]
     tools: list[dict[str, Any]]
+    image_detail: str = "auto"
+    """``IMAGE_DETAIL``: in the key of a turn whose messages carry a file (what its images are sent at)."""
 
     @classmethod
-    def of(cls, runtime: AgentRuntime, endpoint: str | None, *, native_tools: bool) -> TurnKeyBase:
+    def of(
+        cls, runtime: AgentRuntime, endpoint: str | None, *, native_tools: bool, image_detail: str = "auto"
+    ) -> TurnKeyBase:
         params = runtime.params
         return cls(
             runtime.provider_name,
@@ -54,6 +58,7 @@ class TurnKeyBase:
                 "tool_protocol": "native" if native_tools else "prompted",
             },
             [dict(spec) for spec in runtime.toolset.specs or ()],
+            image_detail,
         )
 
     def scored(self) -> TurnKeyBase:
@@ -94,6 +99,14 @@ def _unfinished(record: TraceRecord) -> bool:
     return record.get("step") == "model" and record.get("node") != "summary" and record.get("finish_reason") is None
 
 
+def with_detail(params: dict[str, Any], image_detail: str, texts: list[str]) -> dict[str, Any]:
+    """``params`` with ``image_detail`` when one of ``texts`` carries a file's marker (a text-only prompt keeps the key
+    it had before files existed)."""
+    from aiforge.core.files import has_markers
+
+    return {**params, "image_detail": image_detail} if any(has_markers(text) for text in texts) else params
+
+
 def lookup(
     cache: ResponseCache, base: TurnKeyBase, messages: list[Message], spec: OutputSpec | None
 ) -> CachedTurn:
@@ -103,7 +116,7 @@ def lookup(
         provider=base.provider,
         endpoint=base.endpoint,
         model=base.model,
-        params=base.params,
+        params=with_detail(base.params, base.image_detail, [str(m.get("content") or "") for m in messages]),
         messages=numbered_tool_ids(messages),
         tools=base.tools,
         output_schema=None if spec is None else spec.wire_schema,
