@@ -23,7 +23,7 @@ from typing import Any
 
 from aiforge.batch.plans import Plan, plans_html, plans_text
 from aiforge.core.file_inputs import FileRules, ImageDetail
-from aiforge.core.files import MARKER, has_markers
+from aiforge.core.file_markers import MARKER, has_markers
 from aiforge.core.pricing import ModelPrice, lookup_price
 from aiforge.core.tokens import CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS, estimate_tokens
 from aiforge.core.types import Usage

@@ -190,7 +190,7 @@ class BatchResult(OperationReport):
         import pandas as pd
 
         from aiforge.core.columns import output_columns
-        from aiforge.core.files import shown
+        from aiforge.core.file_markers import shown
 
         rows: list[dict[str, Any] | None] = [None] * len(self.inputs)
         values: list[Any] = [None] * len(self.inputs)

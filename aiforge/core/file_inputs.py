@@ -1,8 +1,8 @@
 """Which path a batch's files take, decided once per batch, and a file value filled into its row's prompt.
 
 A provider that reads a kind of file natively (``Provider.reads_files``) is sent the file's marker
-(``core.files.remember``), which its wire module turns into the vendor's block; a provider that does not is sent a
-PDF's text, extracted locally page by page (``"[page N]"`` before each page's text). An image has no text path:
+(``core.file_markers.remember``), which its wire module turns into the vendor's block; a provider that does not is
+sent a PDF's text, extracted locally page by page (``"[page N]"`` before each page's text). An image has no text path:
 an image for a provider that cannot see is a ``UsageError`` naming those that can, before any request.
 
 ``FILE_INPUT`` overrides the choice: ``"native"`` sends markers to any provider with a wire for files (a vision
@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from aiforge.core.errors import FileInputError, UsageError
-from aiforge.core.files import File, FileKind, ReadFile, file_name, is_file_value, read_file, remember
+from aiforge.core.file_markers import remember
+from aiforge.core.files import File, FileKind, ReadFile, file_name, is_file_value, read_file
 
 FileRules = Literal["openai", "anthropic"]
 """Whose published rules count and limit a provider's files (``core.file_rules``)."""

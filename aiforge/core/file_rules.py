@@ -180,7 +180,7 @@ def file_tokens(read: ReadFile, rules: Rules, model: str | None, detail: Detail 
 def marker_tokens(digest: str, rules: Rules, model: str | None, detail: Detail = "auto") -> int:
     """Input tokens of the file a marker names (``file_tokens`` by ``rules`` on ``model``), by content, so once per
     distinct file in the process; 0 when the file is gone or changed (its row fails when sent, at no cost)."""
-    from aiforge.core.files import reread
+    from aiforge.core.file_markers import reread
 
     try:
         return int(file_tokens(reread(digest), rules, model, detail))

@@ -32,7 +32,7 @@ from contextvars import ContextVar
 from types import TracebackType
 from typing import Any
 
-from aiforge.core.files import shown
+from aiforge.core.file_markers import shown
 from aiforge.core.logs import redact
 from aiforge.core.telemetry import Telemetry as Telemetry
 from aiforge.core.telemetry import _api, _context

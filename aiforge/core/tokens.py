@@ -60,7 +60,7 @@ def request_tokens(messages: list[Any], max_tokens: int | None, files: Callable[
         content = message.get("content") if isinstance(message, Mapping) else None
         if isinstance(content, str):
             if files is not None and "[[file:" in content:
-                from aiforge.core.files import MARKER
+                from aiforge.core.file_markers import MARKER
 
                 file_tokens += sum(files(digest) for digest in MARKER.findall(content))
                 content = MARKER.sub("", content)

@@ -25,7 +25,8 @@ from __future__ import annotations
 import base64
 from typing import Any, Literal
 
-from aiforge.core.files import ReadFile, has_markers, split_markers
+from aiforge.core.file_markers import has_markers, split_markers
+from aiforge.core.files import ReadFile
 
 Detail = Literal["auto", "low", "high"]
 

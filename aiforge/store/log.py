@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from aiforge.core.files import shown
+from aiforge.core.file_markers import shown
 from aiforge.store.db import Store, flush_before_close
 from aiforge.store.log_search import match_expression
 

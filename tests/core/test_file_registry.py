@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from aiforge import ChatAgent, File
-from aiforge.core.files import MARKER, known_files, read_file, remember, split_markers
+from aiforge.core.file_markers import MARKER, known_files, remember, split_markers
+from aiforge.core.files import read_file
 from aiforge.core.templates import batch_prompts
 from aiforge.providers.scripted import ScriptedProvider
 from fakellm import LLMServer

@@ -17,8 +17,9 @@ import pytest
 from aiforge import ChatAgent, File, FileInputError
 from aiforge.batch.batch_api import BatchJob
 from aiforge.core.errors import BadRequestError
+from aiforge.core.file_markers import remember
 from aiforge.core.file_rules import file_tokens, sent_image_size, wire_file
-from aiforge.core.files import ReadFile, read_file, remember
+from aiforge.core.files import ReadFile, read_file
 from aiforge.core.types import CallParams
 from aiforge.providers.sdk import sdk_call
 from fakellm import LLMServer

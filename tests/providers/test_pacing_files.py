@@ -11,8 +11,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from aiforge import ChatAgent, File
+from aiforge.core.file_markers import remember
 from aiforge.core.file_rules import marker_tokens
-from aiforge.core.files import read_file, remember
+from aiforge.core.files import read_file
 from aiforge.providers import pacing
 from fakellm import LLMServer
 from tests.providers.conftest import SECRET

@@ -102,7 +102,7 @@ def _unfinished(record: TraceRecord) -> bool:
 def with_detail(params: dict[str, Any], image_detail: str, texts: list[str]) -> dict[str, Any]:
     """``params`` with ``image_detail`` when one of ``texts`` carries a file's marker (a text-only prompt keeps the key
     it had before files existed)."""
-    from aiforge.core.files import has_markers
+    from aiforge.core.file_markers import has_markers
 
     return {**params, "image_detail": image_detail} if any(has_markers(text) for text in texts) else params
 
