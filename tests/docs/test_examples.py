@@ -41,9 +41,12 @@ def _answer(request: object) -> Reply | None:
 
 @pytest.fixture
 def docs_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    """fakellm behind every provider's variables, the test data in the working folder."""
+    """fakellm behind every provider's variables, the test data in the working folder: the CSVs, and the documents
+    the documents guide and the README read (``invoices/``: two one-page invoices; ``contracts/``: a three-page PDF),
+    generated, when the documents extra is installed."""
     for csv in DATA.glob("*.csv"):
         shutil.copy(csv, tmp_path / csv.name)
+    _write_documents(tmp_path)
     with LLMServer(default=_answer) as server:
         for name, value in {
             "OPENAI_API_KEY": "sk-docs-example",
@@ -59,6 +62,19 @@ def docs_world(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
         }.items():
             monkeypatch.setenv(name, value)
         yield server
+
+
+def _write_documents(folder: Path) -> None:
+    try:
+        from tests.support.documents import invoice_pdf, text_pdf
+    except ImportError:  # fpdf2 (dev extra) absent: the pages that read documents fail and say so
+        return
+    (folder / "invoices").mkdir()
+    invoice_pdf("INV-1", "Acme Tools", 59.8, "2026-03-01", [("Toner", 2, 29.9)], folder / "invoices" / "inv-1.pdf")
+    invoice_pdf("INV-2", "Blue River", 12.5, "2026-04-02", [("Paper", 5, 2.5)], folder / "invoices" / "inv-2.pdf")
+    (folder / "contracts").mkdir()
+    pages = ["# Terms\nThe supplier delivers monthly.", "# Penalties\nA late delivery costs 2% a week.", "# End"]
+    text_pdf(folder / "contracts" / "supply.pdf", pages)
 
 
 def run_block(block: Block, namespace: dict[str, object]) -> None:
