@@ -243,7 +243,8 @@ _SAMPLE_STRINGS = {"date-time": "2024-01-01T00:00:00Z", "date": "2024-01-01", "t
 
 
 def sample_output(schema: dict, defs: dict | None = None) -> Any:
-    """A small value that satisfies ``schema`` (first enum value, lowest allowed number, ...).
+    """A small value that satisfies ``schema`` (first enum value, lowest allowed number, an array of choices
+    distinct, ...).
 
     For scripting structured answers without writing them, e.g. in a benchmark:
     ``srv.default = lambda req: Reply(output=sample_output(req.output_schema)) if req.output_schema else None``
@@ -266,7 +267,11 @@ def sample_output(schema: dict, defs: dict | None = None) -> Any:
     if kind == "object":
         return {key: sample_output(sub, defs) for key, sub in (schema.get("properties") or {}).items()}
     if kind == "array":
-        return [sample_output(schema.get("items") or {}, defs) for _ in range(schema.get("minItems") or 0)]
+        items, count = schema.get("items") or {}, schema.get("minItems") or 0
+        choices = (defs.get(items["$ref"].rsplit("/", 1)[-1], {}) if "$ref" in items else items).get("enum") or []
+        if len(choices) >= count > 1:  # distinct values where the items are a choice (a ranking's ids, say)
+            return list(choices[:count])
+        return [sample_output(items, defs) for _ in range(count)]
     if kind in ("integer", "number"):
         low = schema.get("minimum", schema.get("exclusiveMinimum", -1) + 1)
         return int(low) if kind == "integer" else float(low)
