@@ -20,6 +20,7 @@ from aiforge import ChatAgent
 from aiforge.providers import pacing
 from fakellm import LLMServer, Reply
 from tests.providers.conftest import ANTHROPIC, OPENAI, SECRET, WireProtocol
+from tests.support.fake_time import FakeTime
 
 WINDOW = 0.5
 N = 20  # requests per window
@@ -61,28 +62,6 @@ def pacer_of(srv: LLMServer) -> pacing.Pacer:
     """The process's one pacer for the fake server (each test starts its own, with a single key)."""
     (pacer,) = [p for k, p in pacing._pacers.items() if _netloc(k[1]) == _netloc(srv.base_url)]
     return pacer
-
-
-class FakeTime:
-    """A clock that moves only when the pacer sleeps on it: the waits it records are the pace, on any machine."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.waits: list[float] = []
-
-    async def sleep(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        self.now += seconds
-
-    def pacer(self) -> pacing.Pacer:
-        return pacing.Pacer(clock=lambda: self.now, sleep=self.sleep)
-
-    async def send(self, pacer: pacing.Pacer, count: int, every: float) -> None:
-        """``count`` unpaced requests, ``every`` seconds apart, each answered 200 at once without headers."""
-        for _ in range(count):
-            await pacer.acquire([], None)
-            pacer.observe(200, {})
-            self.now += every
 
 
 @pytest.mark.parametrize("protocol", [OPENAI, ANTHROPIC], ids=lambda p: p.name)

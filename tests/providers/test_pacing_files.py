@@ -22,22 +22,11 @@ pytest.importorskip("PIL")
 pytest.importorskip("fpdf")
 
 from tests.support.documents import png  # noqa: E402 - needs Pillow, skipped above without it
+from tests.support.fake_time import FakeTime  # noqa: E402
 
 TPM = 2000
 MODEL = "gpt-4o"
 IMAGE_TOKENS = 765  # OpenAI's worked example: 1024 x 1024 at high detail, 768 x 768 read, 4 tiles: 85 + 170 * 4
-
-
-class FakeTime:
-    """A clock that moves only when the pacer sleeps on it."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.waits: list[float] = []
-
-    async def sleep(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        self.now += seconds
 
 
 @pytest.fixture
