@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiforge.core.errors import ConfigError, FileInputError
-from aiforge.core.pdfs import DOCUMENTS_EXTRA
+from aiforge.core.pdfs import DOCUMENTS_EXTRA, reason
 
 SENT_AS_IS = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 """Image kinds both vendors read (OpenAI and Anthropic alike); BMP and TIFF are sent as PNG."""
@@ -210,7 +210,5 @@ def _pil() -> Any:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if text.startswith("cannot identify image file"):
-        return "Pillow does not recognise its data"
-    return text if len(text) <= 120 else text[:117] + "..."
+    text = reason(exc)
+    return "Pillow does not recognise its data" if text.startswith("cannot identify image file") else text

@@ -61,7 +61,7 @@ def pdf_subset(data: bytes, name: str, start: int, stop: int) -> bytes:
         out = io.BytesIO()
         writer.write(out)
     except Exception as exc:  # a damaged page object
-        raise FileInputError(f"{name}: pages [{start}, {stop}) cannot be copied ({_why(exc)}).") from exc
+        raise FileInputError(f"{name}: pages [{start}, {stop}) cannot be copied ({reason(exc)}).") from exc
     return out.getvalue()
 
 
@@ -98,7 +98,7 @@ def _texts(reader: PdfReader, name: str) -> list[str]:
             with _quiet_pypdf():
                 texts.append(page.extract_text() or "")
         except Exception as exc:  # pypdf raises many kinds (KeyError, ValueError ...) on a damaged content stream
-            raise FileInputError(f"{name}: page {number}'s text cannot be read ({_why(exc)}).") from exc
+            raise FileInputError(f"{name}: page {number}'s text cannot be read ({reason(exc)}).") from exc
     return texts
 
 
@@ -110,7 +110,7 @@ def _sizes(reader: PdfReader, name: str) -> list[tuple[float, float]]:
             width, height = abs(float(box.width)), abs(float(box.height))
             rotated = page.rotation % 180 == 90
         except Exception as exc:  # a page with no usable box
-            raise FileInputError(f"{name}: page {number} has no page size ({_why(exc)}).") from exc
+            raise FileInputError(f"{name}: page {number} has no page size ({reason(exc)}).") from exc
         sizes.append((height, width) if rotated else (width, height))
     return sizes
 
@@ -134,7 +134,7 @@ def _reader(data: bytes, name: str) -> PdfReader:
             f"{name}: the PDF is AES-encrypted; reading it needs the cryptography package (pip install cryptography)."
         ) from exc
     except Exception as exc:  # pypdf's errors and the KeyError, ValueError ... a damaged file can raise
-        raise FileInputError(f"{name}: not a readable PDF, damaged or truncated ({_why(exc)}).") from exc
+        raise FileInputError(f"{name}: not a readable PDF, damaged or truncated ({reason(exc)}).") from exc
     if count == 0:
         raise FileInputError(f"{name}: the PDF has no pages.")
     return reader
@@ -149,7 +149,8 @@ def _pypdf() -> Any:
     return pypdf
 
 
-def _why(exc: BaseException) -> str:
-    """The first line of ``exc``'s message, or its type when it has none (kept short for a one-line error)."""
+def reason(exc: BaseException) -> str:
+    """The first line of ``exc``'s message, or its type when it has none (kept short for a one-line error): why a
+    PDF or an image could not be read, as its ``FileInputError`` says it."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return text if len(text) <= 120 else text[:117] + "..."
