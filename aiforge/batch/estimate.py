@@ -24,6 +24,7 @@ from typing import Any
 from aiforge.batch.plans import Plan, plans_html, plans_text
 from aiforge.core.file_inputs import FileRules, ImageDetail
 from aiforge.core.file_markers import MARKER, has_markers
+from aiforge.core.file_rules import marker_tokens
 from aiforge.core.pricing import ModelPrice, lookup_price
 from aiforge.core.tokens import CHARS_PER_TOKEN, DEFAULT_OUTPUT_TOKENS, estimate_tokens
 from aiforge.core.types import Usage
@@ -113,7 +114,8 @@ class ItemPricer:
     def input_tokens(self, text: str) -> int:
         if not has_markers(text):
             return self.fixed_tokens + self.count(text)
-        files = sum(file_tokens(d, self.file_rules or "openai", self.model, self.detail) for d in MARKER.findall(text))
+        rules = self.file_rules or "openai"
+        files = sum(marker_tokens(d, rules, self.model, self.detail) for d in MARKER.findall(text))
         return self.fixed_tokens + self.count(MARKER.sub("", text)) + files
 
     def cost(self, text: str) -> float | None:
@@ -161,15 +163,6 @@ def estimate_of(pricer: ItemPricer, todo: list[str], *, items: int, finished: in
         counting=pricer.counting,
         finished=finished,
     )
-
-
-def file_tokens(digest: str, rules: FileRules, model: str, detail: ImageDetail) -> int:
-    """The input tokens of the file a marker names, by ``rules`` (its provider's) on ``model``: by content, so once
-    per distinct file (the cache the rate pacer's count shares); 0 when the file is gone (its row fails when sent, at
-    no cost)."""
-    from aiforge.core.file_rules import marker_tokens
-
-    return marker_tokens(digest, rules, model, detail)
 
 
 def _counter(model: str) -> tuple[Callable[[str], int], str]:
